@@ -1,0 +1,385 @@
+"""The plan AST: frozen, slotted dataclasses, each with a mandatory source span.
+
+Contract
+- Every node has `span: Span` as its first field; children are tuples, never lists.
+- Nodes carry what the source said and nothing derived: numbers keep their literal text and
+  exact value, unit words are kept as written (the units table checks them later).
+- This module imports nothing from Lark; it is what every stage after the parser sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Union
+
+from ..source import Span
+
+# ---- expressions --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    span: Span
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Attribute:
+    span: Span
+    value: Expr
+    attr: str
+    attr_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    span: Span
+    value: Expr
+    key: str
+    key_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A literal: `80 GiB`, `1.5 k tokens`, `$2.5/h` (money keeps `$` as its first unit word)."""
+
+    span: Span
+    text: str
+    value: Fraction
+    units: tuple[str, ...]
+    unit_span: Span | None
+
+
+@dataclass(frozen=True, slots=True)
+class Bool:
+    span: Span
+    value: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    span: Span
+    op: str  # "-" or "not"
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp:
+    span: Span
+    op: str  # + - * / ^
+    left: Expr
+    right: Expr
+    op_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    span: Span
+    op: str  # < <= > >= == !=
+    left: Expr
+    right: Expr
+    op_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class BoolOp:
+    span: Span
+    op: str  # and / or
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    span: Span
+    func: str
+    func_span: Span
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    span: Span
+    cond: Expr
+    then: Expr
+    orelse: Expr
+
+
+Expr = Union[Name, Attribute, Index, Number, Bool, Unary, BinOp, Compare, BoolOp, Call, If]
+
+# ---- annotations, types and paths ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Annotations:
+    """The optional description, `source "..."` and `symbol "..."` after a value."""
+
+    span: Span
+    description: str | None = None
+    source: str | None = None
+    symbol: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BoolType:
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class UnitType:
+    """A unit (`B/s`, `count`) or, when it is a single word naming one, an enum or kind."""
+
+    span: Span
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MapType:
+    span: Span
+    key: str
+    key_span: Span
+    words: tuple[str, ...]
+    words_span: Span
+
+
+TypeRef = Union[BoolType, UnitType, MapType]
+
+
+@dataclass(frozen=True, slots=True)
+class PathStep:
+    span: Span
+    name: str
+    indexed: bool  # `[name]` rather than `.name`
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    span: Span
+    steps: tuple[PathStep, ...]
+
+    @property
+    def dotted(self) -> str:
+        out = ""
+        for i, step in enumerate(self.steps):
+            out += f"[{step.name}]" if step.indexed else (step.name if i == 0 else "." + step.name)
+        return out
+
+
+# ---- declarations -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Import:
+    span: Span
+    path: str
+    path_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Meta:
+    span: Span
+    key: str  # title / scope
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    span: Span
+    name: str
+    name_span: Span
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class EnumMember:
+    span: Span
+    name: str
+    attrs: tuple[Attr, ...]
+    description: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EnumDecl:
+    span: Span
+    name: str
+    name_span: Span
+    description: str | None
+    members: tuple[EnumMember, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InputDecl:
+    span: Span
+    name: str
+    name_span: Span
+    type: TypeRef
+    default: Expr | None
+    notes: Annotations
+
+
+@dataclass(frozen=True, slots=True)
+class DeriveDecl:
+    span: Span
+    name: str
+    name_span: Span
+    type: TypeRef | None
+    expr: Expr
+    notes: Annotations
+
+
+@dataclass(frozen=True, slots=True)
+class RequireDecl:
+    span: Span
+    expr: Expr
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    span: Span
+    title: str
+    items: tuple[KindItem, ...]
+
+
+KindItem = Union[InputDecl, DeriveDecl, RequireDecl, Section]
+
+
+@dataclass(frozen=True, slots=True)
+class KindDecl:
+    span: Span
+    name: str
+    name_span: Span
+    parent: str | None
+    parent_span: Span | None
+    description: str | None
+    items: tuple[KindItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    span: Span
+    target: Path
+    value: Expr
+    notes: Annotations
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceDecl:
+    span: Span
+    kind: str
+    kind_span: Span
+    name: str
+    name_span: Span
+    base: str | None
+    base_span: Span | None
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LetDecl:
+    span: Span
+    name: str
+    name_span: Span
+    type: TypeRef | None
+    expr: Expr
+    notes: Annotations
+
+
+# ---- questions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    span: Span
+    target: Path
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """`path in [a, b]` or `path in lo .. hi [log2|log10|linear]`."""
+
+    span: Span
+    target: Path
+    values: tuple[Expr, ...] | None
+    low: Expr | None
+    high: Expr | None
+    step: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Plot:
+    span: Span
+    kind: str
+    axes: tuple[Path, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckStmt:
+    span: Span
+    expr: Expr
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SolveStmt:
+    span: Span
+    subject: Path
+    unknown: Path
+
+
+@dataclass(frozen=True, slots=True)
+class AskStmt:
+    """`ask "title": maximize x subject to c1, c2 given a = 1` or `ask "t": solve l = r for x`."""
+
+    span: Span
+    title: str
+    objective: str | None  # maximize / minimize / None for an equation
+    target: Path
+    constraints: tuple[Expr, ...]
+    equation: tuple[Expr, Expr] | None
+    given: tuple[Assignment, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioStmt:
+    span: Span
+    title: str
+    assignments: tuple[Assignment, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CompareStmt:
+    span: Span
+    subject: Path
+    domain: Domain
+
+
+@dataclass(frozen=True, slots=True)
+class SweepStmt:
+    span: Span
+    subject: Path
+    domains: tuple[Domain, ...]
+    plot: Plot | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchStmt:
+    span: Span
+    subject: Path
+    domains: tuple[Domain, ...]
+    objective: str
+    target: Path
+    constraints: tuple[Expr, ...]
+    plot: Plot | None
+
+
+Question = Union[CheckStmt, SolveStmt, AskStmt, ScenarioStmt, CompareStmt, SweepStmt, SearchStmt]
+Statement = Union[Import, Meta, EnumDecl, KindDecl, InstanceDecl, LetDecl, Question]
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    span: Span
+    statements: tuple[Statement, ...]

@@ -1,0 +1,217 @@
+"""The parser facade: source text → AST, or syntax diagnostics. The only module that runs Lark.
+
+Contract
+- `parse(file) -> (Module | None, diagnostics)`. On a syntax error the module is None and there
+  is exactly one diagnostic (LALR stops at the first error): what was expected, in words, what
+  was found, and — at end of file — which block is still open and where it was opened.
+- The grammar (`grammar/plan.lark`, loaded from the installed package) is compiled once per
+  process. Newlines end statements; `_Continuations` drops the newlines inside brackets, after
+  an operator or before one, and before a description string or `source`, so long expressions
+  and annotations may continue on the next line.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from .. import diagnostics as dx
+from ..source import SourceFile, Span
+from . import ast
+from .builder import build
+
+_OPEN = {"LPAR", "LSQB"}
+_CLOSE = {"RPAR", "RSQB"}
+_BINARY = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "DOT", "_ARROW", "_DOTDOT"}
+_JOINS_NEXT = _BINARY | {"EQUAL", "COMMA", "COLON", "LBRACE", "IF", "THEN", "ELSE", "NOT"} | _OPEN
+
+# Words for the terminals a user can be told to write.
+_WORDS = {
+    "NAME": "a name",
+    "UNIT": "a unit",
+    "NUMBER": "a number",
+    "MONEY": "an amount like `$2.5/h`",
+    "STRING": "a string",
+    "_NL": "a newline",
+    "$END": "end of file",
+    "COMP_OP": "a comparison",
+    "MUL_OP": "`*` or `/`",
+    "META_KEY": "`title` or `scope`",
+    "STEP": "`log2`, `log10` or `linear`",
+}
+_EXPRESSION_START = {"NAME", "NUMBER", "MONEY", "LPAR", "MINUS", "NOT", "IF", "TRUE", "FALSE"}
+_OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "DOT", "LSQB", "UNIT"}
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark.open_from_package(
+        "planc.grammar",
+        "plan.lark",
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=True,
+        postlex=_Continuations(),
+    )
+
+
+class _Continuations:
+    """Drops newlines inside brackets and after a token that cannot end a statement.
+
+    (Newlines followed by a continuation — an operator, a description string, `source` — are
+    ignored by the lexer itself; see `_NL` in the grammar. A post-lexer cannot look ahead
+    without confusing Lark's contextual lexer.)
+    """
+
+    always_accept = ("_NL",)
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        depth = 0
+        previous: Token | None = None
+        for token in stream:
+            kind = token.type
+            if kind == "_NL" and (depth > 0 or (previous is not None and previous.type in _JOINS_NEXT)):
+                continue
+            depth = max(depth + (kind in _OPEN) - (kind in _CLOSE), 0)
+            previous = token
+            yield token
+
+
+def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
+    try:
+        tree = _parser().parse(file.text)
+    except UnexpectedInput as exc:
+        return None, [_syntax_error(file, exc)]
+    return build(tree, file)
+
+
+# ---- syntax errors ------------------------------------------------------------------------
+
+
+def _syntax_error(file: SourceFile, exc: UnexpectedInput) -> dx.Diagnostic:
+    if isinstance(exc, UnexpectedCharacters):
+        return _bad_character(file, exc)
+    assert isinstance(exc, UnexpectedToken)
+    token = exc.token
+    expected = _expected_words(exc.accepts or exc.expected)
+    if token.type == "$END":
+        span = Span(file, len(file.text), len(file.text))
+        opened = _open_blocks(file, len(file.text))
+        if opened:
+            header, at = opened[-1]
+            return dx.UNEXPECTED_EOF.at(
+                span, "the file ends here",
+                expected=f"the block `{header}` is still open",
+                secondary=[dx.Label(at, "this block is never closed")],
+                help="add `}` to close it",
+            )
+        return dx.UNEXPECTED_EOF.at(span, "the file ends here", expected=f"expected {expected}",
+                                    help="finish the statement")
+    start = token.start_pos or 0
+    span = Span(file, start, token.end_pos if token.end_pos is not None else start + len(token))
+    found = _describe(token)
+    return dx.UNEXPECTED_TOKEN.at(
+        span, f"expected {expected} here", expected=expected, found=found, help=_help_for(token, expected, file),
+    )
+
+
+def _bad_character(file: SourceFile, exc: UnexpectedCharacters) -> dx.Diagnostic:
+    pos = exc.pos_in_stream
+    char = file.text[pos] if pos < len(file.text) else ""
+    if char == '"':
+        end = file.text.find("\n", pos)
+        end = len(file.text) if end < 0 else end
+        return dx.UNTERMINATED_STRING.at(
+            Span(file, pos, end), "this string is never closed",
+            help='close the string with `"` on the same line',
+        )
+    if char.isdigit():
+        end = pos
+        while end < len(file.text) and (file.text[end].isalnum() or file.text[end] in "._"):
+            end += 1
+        return dx.BAD_NUMBER.at(Span(file, pos, end), "not a number", text=file.text[pos:end],
+                                help="write digits with an optional fraction and exponent, e.g. `1.5`, `2e9`")
+    shown = repr(char)[1:-1] if char.isprintable() else f"U+{ord(char):04X}"
+    return dx.UNEXPECTED_CHARACTER.at(
+        Span(file, pos, pos + 1), "not part of the language", char=shown,
+        help="remove it; comments start with `#`",
+    )
+
+
+def _terminal_word(name: str) -> str:
+    if name in _WORDS:
+        return _WORDS[name]
+    try:
+        pattern = _parser().get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    if pattern.type == "str":
+        return f"`{pattern.value}`"
+    return name.lower()
+
+
+def _expected_words(names: set[str] | frozenset[str]) -> str:
+    names = set(names) - {"COMMENT"}
+    words: list[str] = []
+    if len(names & _EXPRESSION_START) >= 3:
+        names -= _EXPRESSION_START
+        words.append("an expression")
+    if len(names & _OPERATORS) >= 3:
+        names -= _OPERATORS
+        words.append("an operator")
+    words.extend(sorted({_terminal_word(n) for n in names}))
+    if not words:
+        return "something else"
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _describe(token: Token) -> str:
+    if token.type == "_NL":
+        return "the end of the line"
+    if token.type in ("NAME", "UNIT"):
+        return f"`{token}`"
+    if token.type == "STRING":
+        return f"the string {token}"
+    return f"`{token}`"
+
+
+def _help_for(token: Token, expected: str, file: SourceFile) -> str:
+    if token.type == "UNIT":
+        return "a word after a number is read as its unit; is a newline missing before it?"
+    if token.type == "_NL":
+        return "the statement is incomplete; continue it or remove the dangling part"
+    if "newline" in expected:
+        return "put each statement on its own line (or separate them with `;`)"
+    return f"write {expected} here"
+
+
+def _open_blocks(file: SourceFile, upto: int) -> list[tuple[str, Span]]:
+    """The `{` blocks still open at `upto`, innermost last, with their header text."""
+    text = file.text
+    stack: list[tuple[str, Span]] = []
+    i = 0
+    while i < upto:
+        ch = text[i]
+        if ch == "#":
+            nl = text.find("\n", i)
+            i = upto if nl < 0 else nl
+            continue
+        if ch == '"':
+            j = i + 1
+            while j < upto and text[j] not in '"\n':
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch == "{":
+            line_start = text.rfind("\n", 0, i) + 1
+            header = " ".join(text[line_start:i].split()) or "{"
+            stack.append((header, Span(file, line_start + (len(text[line_start:i]) - len(text[line_start:i].lstrip())), i + 1)))
+        elif ch == "}" and stack:
+            stack.pop()
+        i += 1
+    return stack
