@@ -36,8 +36,7 @@ class Attribute:
 class Index:
     span: Span
     value: Expr
-    key: str
-    key_span: Span
+    key: Expr
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +195,7 @@ class EnumMember:
     span: Span
     name: str
     attrs: tuple[Attr, ...]
-    description: str | None
+    notes: Annotations
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +322,14 @@ class CheckStmt:
 
 
 @dataclass(frozen=True, slots=True)
+class SummaryStmt:
+    """`summary chat.devices, chat.tpot`: the headline numbers of the design document."""
+
+    span: Span
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SolveStmt:
     span: Span
     subject: Path
@@ -376,7 +383,7 @@ class SearchStmt:
 
 
 Question = Union[CheckStmt, SolveStmt, AskStmt, ScenarioStmt, CompareStmt, SweepStmt, SearchStmt]
-Statement = Union[Import, Meta, EnumDecl, KindDecl, InstanceDecl, LetDecl, Question]
+Statement = Union[Import, Meta, EnumDecl, KindDecl, InstanceDecl, LetDecl, SummaryStmt, Question]
 
 
 @dataclass(frozen=True, slots=True)

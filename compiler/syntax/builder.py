@@ -76,9 +76,9 @@ class _Builder(Transformer[Token, Any]):
         return ast.EnumDecl(self._span(meta), str(name), self._tok(name), _opt_str(desc), tuple(members))
 
     def enum_member(self, meta: LarkMeta, children: list[Any]) -> ast.EnumMember:
-        name, *rest, desc = children
+        name, *rest, notes = children
         attrs = rest[0] if rest else ()
-        return ast.EnumMember(self._span(meta), str(name), attrs, _opt_str(desc))
+        return ast.EnumMember(self._span(meta), str(name), attrs, notes)
 
     def attrs(self, meta: LarkMeta, children: list[Any]) -> tuple[ast.Attr, ...]:
         return tuple(children)
@@ -166,6 +166,9 @@ class _Builder(Transformer[Token, Any]):
     def check_stmt(self, meta: LarkMeta, children: list[Any]) -> ast.CheckStmt:
         expr, label = children
         return ast.CheckStmt(self._span(meta), expr, _opt_str(label))
+
+    def summary_stmt(self, meta: LarkMeta, children: list[Any]) -> ast.SummaryStmt:
+        return ast.SummaryStmt(self._span(meta), tuple(children))
 
     def solve_stmt(self, meta: LarkMeta, children: list[Any]) -> ast.SolveStmt:
         subject, unknown = children
@@ -320,7 +323,7 @@ class _Builder(Transformer[Token, Any]):
 
     def index(self, meta: LarkMeta, children: list[Any]) -> ast.Index:
         value, key = children
-        return ast.Index(self._span(meta), value, str(key), self._tok(key))
+        return ast.Index(self._span(meta), value, key)
 
     def call(self, meta: LarkMeta, children: list[Any]) -> ast.Call:
         func, *args = children

@@ -1,0 +1,104 @@
+"""The `plan` command: compile and check plans.
+
+Contract: exit codes 0 ok, 1 a check failed, 2 invalid plan or usage. Diagnostics go to stderr
+(human by default, `--format json` or `--short` otherwise); a report is written only when the
+plan has no errors. Heavy libraries are imported only on the paths that need them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+
+EXAMPLES = """
+\b
+Examples:
+  plan compile examples/100m_dau.plan                 # design doc → 100m_dau.md
+  plan compile examples/100m_dau.plan -o doc.md
+  plan compile examples/100m_dau.plan --format json -o -
+  plan check examples/100m_dau.plan                   # exit 1 if a check fails
+"""
+
+
+@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="plan")
+def main() -> None:
+    """plan: a compiler for ML-inference capacity plans.
+
+    Turns a `.plan` file (model, hardware, traffic, SLOs, deployment) into a design document
+    in which every number shows its formula, its substituted values and its source.
+    """
+
+
+def _diagnostics(compilation: object, fmt: str) -> None:
+    from .render_diagnostics import render_human, render_json, render_short
+
+    diags = compilation.diagnostics  # type: ignore[attr-defined]
+    if not diags:
+        return
+    if fmt == "json":
+        click.echo(render_json(diags), err=True, nl=False)
+    elif fmt == "short":
+        click.echo(render_short(diags), err=True, nl=False)
+    else:
+        click.echo(render_human(diags, color=sys.stderr.isatty()), err=True, nl=False)
+
+
+@main.command()
+@click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True),
+              help="where to write the report (default: FILE's name with the format's suffix, in the current directory; `-` for stdout)")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
+              help="report format")
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
+              show_default=True, help="how to print problems")
+def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str) -> None:
+    """Compile FILE into a design document."""
+    from .pipeline import compile_plan
+
+    result = compile_plan(plan_file)
+    _diagnostics(result, diag_fmt)
+    if not result.ok:
+        sys.exit(2)
+    from .report.markdown import render_json, render_markdown
+    from .report.view import build_document, document_json
+
+    doc = build_document(result)
+    text = render_markdown(doc) if fmt == "md" else render_json(document_json(doc, result))
+    target = output if output is not None else Path(plan_file.stem + "." + fmt)
+    if str(target) == "-":
+        click.echo(text, nl=False)
+    else:
+        target.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {target}" + (f" ({result.failed_checks} check(s) failed)" if result.failed_checks else ""),
+                   err=True)
+    sys.exit(result.exit_code)
+
+
+@main.command()
+@click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
+              show_default=True, help="how to print problems")
+def check(plan_file: Path, diag_fmt: str) -> None:
+    """Check FILE: exit 0 if every check passes, 1 if one fails, 2 if the plan is invalid."""
+    from .pipeline import compile_plan
+
+    result = compile_plan(plan_file)
+    _diagnostics(result, diag_fmt)
+    if not result.ok:
+        sys.exit(2)
+    from .report.view import build_document
+
+    for c in build_document(result).checks:
+        verdict = "pass" if c.holds else "FAIL"
+        detail = f": {c.left} vs {c.right}" + (f", margin {c.margin}" if c.margin else "")
+        click.echo(f"{verdict}  {c.label}{detail}  ({c.location})")
+    sys.exit(result.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

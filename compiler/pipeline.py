@@ -1,0 +1,53 @@
+"""The pipeline in one screen: parse → resolve → elaborate → lower → (questions) → report.
+
+Contract: `compile_plan(path)` never raises for a bad plan; it returns a `Compilation` whose
+`diagnostics` say what is wrong. `lowered` is set only when there are no errors, and only then
+may a report be rendered from it. `exit_code` follows the CLI convention: 0 ok, 1 a check
+failed, 2 the plan is invalid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import diagnostics as dx
+from .lower import Lowered, lower
+from .semantics.elaborate import elaborate
+from .semantics.resolve import load_program
+
+
+@dataclass
+class Compilation:
+    path: str
+    diagnostics: list[dx.Diagnostic] = field(default_factory=list)
+    lowered: Lowered | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.lowered is not None
+
+    @property
+    def failed_checks(self) -> int:
+        return sum(not c.holds for c in self.lowered.checks) if self.lowered else 0
+
+    @property
+    def exit_code(self) -> int:
+        if not self.ok:
+            return 2
+        return 1 if self.failed_checks else 0
+
+
+def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
+    shown = shown if shown is not None else str(path)
+    sink = dx.Sink()
+    result = Compilation(shown)
+    program = load_program(Path(path), sink, shown)
+    if program is not None and not sink.has_errors:
+        elaborated = elaborate(program, sink)
+        if not sink.has_errors:
+            lowered = lower(elaborated, sink)
+            if not sink.has_errors:
+                result.lowered = lowered
+    result.diagnostics = sink.sorted()
+    return result

@@ -1,0 +1,79 @@
+"""IR expression → LaTeX, as written (names) or with values substituted.
+
+Contract: `to_latex(expr, leaf)` prints an IR tree with one precedence table and one
+parenthesisation rule; `leaf(node)` decides how a reference or literal prints (its name for the
+formula, its value with unit for the substituted form), so both forms share term order and
+structure. Strings from the plan are escaped with `text()`; nothing here evaluates anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..semantics import ir
+
+# Higher binds tighter.
+_PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
+         "+": 5, "-": 5, "*": 6, "/": 9, "neg": 7, "^": 8}
+_ATOM = 10
+_INFIX = {"+": " + ", "-": " - ", "*": " \\cdot ", "<": " < ", "<=": " \\le ", ">": " > ",
+          ">=": " \\ge ", "==": " = ", "!=": " \\ne ", "and": " \\land ", "or": " \\lor "}
+_FUNC = {"min": "\\min", "max": "\\max", "sqrt": "\\sqrt", "log": "\\ln", "exp": "\\exp", "abs": ""}
+_TEXT_ESCAPES = {"\\": "\\backslash{}", "{": "\\{", "}": "\\}", "$": "\\$", "%": "\\%", "#": "\\#",
+                 "&": "\\&", "_": "\\_", "^": "\\hat{}", "~": "\\sim{}"}
+
+Leaf = Callable[[ir.Lit | ir.Ref], str]
+
+
+def text(s: str) -> str:
+    """Escape arbitrary text for use inside `\\text{...}` / `\\mathrm{...}`."""
+    return "".join(_TEXT_ESCAPES.get(ch, ch) for ch in s)
+
+
+def name(s: str) -> str:
+    return "\\mathrm{" + text(s) + "}"
+
+
+def to_latex(expr: ir.Expr, leaf: Leaf) -> str:
+    return _Printer(leaf).visit(expr)[0]
+
+
+class _Printer:
+    def __init__(self, leaf: Leaf) -> None:
+        self.leaf = leaf
+
+    def visit(self, expr: ir.Expr) -> tuple[str, int]:
+        if isinstance(expr, (ir.Lit, ir.Ref)):
+            return self.leaf(expr), _ATOM
+        op, args = expr.op, expr.args
+        if op in _FUNC:
+            return self._func(op, args), _ATOM
+        if op in ("ceil", "floor"):
+            left, right = ("\\lceil ", " \\rceil") if op == "ceil" else ("\\lfloor ", " \\rfloor")
+            return "\\left" + left + self.visit(args[0])[0] + "\\right" + right, _ATOM
+        if op == "if":
+            cond, then, orelse = (self.visit(a)[0] for a in args)
+            return ("\\begin{cases} " + then + " & \\text{if } " + cond + " \\\\ " + orelse
+                    + " & \\text{otherwise} \\end{cases}"), _ATOM
+        if op == "/":
+            return "\\frac{" + self.visit(args[0])[0] + "}{" + self.visit(args[1])[0] + "}", _PREC["/"]
+        if op == "^":
+            return self._wrap(args[0], _PREC["^"] + 1) + "^{" + self.visit(args[1])[0] + "}", _PREC["^"]
+        if op in ("neg", "not"):
+            sign = "-" if op == "neg" else "\\lnot "
+            return sign + self._wrap(args[0], _PREC[op]), _PREC[op]
+        prec = _PREC[op]
+        right_min = prec + 1 if op in ("-", "/") or prec == 4 else prec
+        return self._wrap(args[0], prec) + _INFIX[op] + self._wrap(args[1], right_min), prec
+
+    def _wrap(self, expr: ir.Expr, minimum: int) -> str:
+        out, prec = self.visit(expr)
+        return "\\left(" + out + "\\right)" if prec < minimum else out
+
+    def _func(self, op: str, args: tuple[ir.Expr, ...]) -> str:
+        inner = ", ".join(self.visit(a)[0] for a in args)
+        if op == "sqrt":
+            return "\\sqrt{" + inner + "}"
+        if op == "abs":
+            return "\\left|" + inner + "\\right|"
+        return _FUNC[op] + "\\left(" + inner + "\\right)"

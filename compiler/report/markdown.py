@@ -1,0 +1,62 @@
+"""Render the design document as GitHub-flavoured Markdown (and JSON) with Jinja2.
+
+Contract: `render_markdown(doc) -> str`, byte-identical for the same view model. The Jinja
+environment is strict (`StrictUndefined`), does not autoescape (this is not HTML), and instead
+every string from the plan passes through the `md` filter, which escapes Markdown syntax and
+raw HTML; LaTeX strings were escaped when the view model was built. Templates are loaded from
+the package (`planc.templates`), never from the file system around the plan.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from .view import DocumentView
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-!|$~])")
+
+
+def md(text: object) -> str:
+    """Escape text so GitHub shows it literally (no emphasis, links, HTML or math)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def code(text: object) -> str:
+    """Inline code that survives backticks inside the text."""
+    s = " ".join(str(text).split())
+    fence = "``" if "`" in s else "`"
+    return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
+
+
+def _template_source(name: str) -> str:
+    return resources.files("planc.templates").joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_template_source),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = md
+    env.filters["code"] = code
+    return env
+
+
+def render_markdown(doc: DocumentView) -> str:
+    text = _env().get_template("design.md.j2").render(doc=doc)
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def render_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True) + "\n"

@@ -1,0 +1,244 @@
+"""View models: everything a template shows, already formatted. Templates compute nothing.
+
+Contract: `build_document(compilation) -> DocumentView` for a compilation without errors.
+Each quantity carries its formula (LaTeX, names as written or their declared symbols), the same
+formula with values and units substituted, the result with a human unit (and the exact value
+in base units when it is an integer), its source or the flag "assumption", and the plan line
+that defined it. Order is the topological order of the node graph, so output is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from .. import __version__
+from ..lower import Lowered, Outcome
+from ..pipeline import Compilation
+from ..semantics import ir
+from ..semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
+from ..source import Span
+from . import latex
+
+
+@dataclass(frozen=True)
+class QuantityView:
+    id: str
+    name: str
+    owner: str
+    description: str
+    section: str
+    is_input: bool
+    value: float
+    exact: str | None
+    text: str  # human value with unit
+    exact_text: str | None  # the exact base-unit value, when it says more than `text`
+    dim: str
+    lhs: str  # LaTeX: the quantity's symbol
+    formula: str  # LaTeX: the right-hand side, as written
+    substituted: str  # LaTeX: the rhs with values
+    result: str  # LaTeX: the value
+    source: str | None
+    location: str
+    overridden: bool
+    inputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SectionView:
+    title: str
+    anchor: str
+    quantities: tuple[QuantityView, ...]
+
+
+@dataclass(frozen=True)
+class CheckView:
+    label: str
+    expression: str  # LaTeX as written
+    substituted: str
+    holds: bool
+    left: str
+    right: str
+    margin: str
+    location: str
+
+
+@dataclass(frozen=True)
+class SummaryView:
+    label: str
+    text: str
+    location: str
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    keyword: str
+    text: str
+    location: str
+
+
+@dataclass
+class DocumentView:
+    title: str
+    scope: str | None
+    plan: str
+    version: str
+    summary: list[SummaryView] = field(default_factory=list)
+    assumptions: list[QuantityView] = field(default_factory=list)
+    sections: list[SectionView] = field(default_factory=list)
+    checks: list[CheckView] = field(default_factory=list)
+    questions: list[QuestionView] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failed_checks(self) -> int:
+        return sum(not c.holds for c in self.checks)
+
+
+def location(span: Span) -> str:
+    return f"{span.file.path}:{span.line}"
+
+
+class _Builder:
+    def __init__(self, lowered: Lowered) -> None:
+        self.lowered = lowered
+        self.nodes = lowered.elaborated.nodes
+        self.texts: dict[str, str] = {}
+
+    def value_text(self, node_id: str) -> str:
+        if node_id not in self.texts:
+            node = self.nodes[node_id]
+            self.texts[node_id] = self.format(self.lowered.values[node_id], node.dim, node.unit)
+        return self.texts[node_id]
+
+    @staticmethod
+    def format(value: sp.Basic, dim: ir.Type, unit: str | None = None) -> str:
+        if not isinstance(dim, Dim):
+            return "true" if value == sp.true else "false"
+        return format_quantity(float(value), dim, unit)  # type: ignore[arg-type]
+
+    def symbol(self, ref: ir.Ref) -> str:
+        node = self.nodes[ref.node]
+        return node.symbol if node.symbol else latex.name(ref.text)
+
+    def formula_leaf(self, leaf: ir.Lit | ir.Ref) -> str:
+        if isinstance(leaf, ir.Ref):
+            return self.symbol(leaf)
+        return _literal(leaf)
+
+    def value_leaf(self, leaf: ir.Lit | ir.Ref) -> str:
+        if isinstance(leaf, ir.Ref):
+            return "\\text{" + latex.text(self.value_text(leaf.node)) + "}"
+        return _literal(leaf)
+
+    def quantity(self, node_id: str) -> QuantityView:
+        node = self.nodes[node_id]
+        value = self.lowered.values[node_id]
+        lhs = node.symbol or latex.name(node.field)
+        rhs = latex.to_latex(node.expr, self.formula_leaf)
+        text = self.value_text(node_id)
+        exact = str(value) if isinstance(value, sp.Rational) else None
+        return QuantityView(
+            id=node_id, name=node.field, owner=node.owner, description=node.description or "",
+            section=node.section or "Other quantities", is_input=node.is_input,
+            value=float(value) if isinstance(node.dim, Dim) else float(value == sp.true),
+            exact=exact, text=text, exact_text=_exact_text(value, node.dim, text),
+            dim=str(node.dim), lhs=lhs, formula=rhs,
+            substituted=latex.to_latex(node.expr, self.value_leaf),
+            result="\\text{" + latex.text(text) + "}",
+            source=node.source, location=location(node.span), overridden=node.overridden,
+            inputs=node.deps,
+        )
+
+    def check(self, outcome: Outcome, check: ir.Check) -> CheckView:
+        left = right = margin = ""
+        expr = outcome.expr
+        if isinstance(expr, ir.Op) and outcome.left is not None and outcome.right is not None:
+            dim = expr.args[0].dim
+            left, right = self.format(outcome.left, dim), self.format(outcome.right, dim)
+            margin = self._margin(outcome, dim)
+        return CheckView(
+            label=outcome.label or check.span.text, expression=latex.to_latex(expr, self.formula_leaf),
+            substituted=latex.to_latex(expr, self.value_leaf), holds=outcome.holds,
+            left=left, right=right, margin=margin, location=location(check.span),
+        )
+
+    def _margin(self, outcome: Outcome, dim: ir.Type) -> str:
+        assert isinstance(outcome.expr, ir.Op) and outcome.left is not None and outcome.right is not None
+        op = outcome.expr.op
+        if op not in ("<", "<=", ">", ">=") or not isinstance(dim, Dim):
+            return ""
+        lo, hi = (outcome.left, outcome.right) if op in ("<", "<=") else (outcome.right, outcome.left)
+        slack = float(hi - lo)  # type: ignore[operator]
+        base = float(hi) if float(hi) != 0 else 1.0  # type: ignore[arg-type]
+        return f"{format_quantity(slack, dim)} ({format_number(100 * slack / abs(base), 3)} %)"
+
+
+def _literal(lit: ir.Lit) -> str:
+    if lit.dim == ir.BOOL:
+        return "\\text{" + ("true" if lit.value else "false") + "}"
+    if lit.dim == DIMENSIONLESS and lit.text.replace("_", "").replace(".", "", 1).isdigit():
+        return lit.text.replace("_", "")
+    return "\\text{" + latex.text(lit.text) + "}"
+
+
+def _exact_text(value: sp.Basic, dim: ir.Type, text: str) -> str | None:
+    if not isinstance(dim, Dim) or dim == DIMENSIONLESS or not isinstance(value, sp.Integer):
+        return None
+    exact = f"{int(value):,} {dim}"
+    return None if exact == text or abs(int(value)) >= 10**15 else exact
+
+
+def _anchor(title: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")
+
+
+def build_document(compilation: Compilation) -> DocumentView:
+    lowered = compilation.lowered
+    assert lowered is not None
+    el = lowered.elaborated
+    b = _Builder(lowered)
+    doc = DocumentView(title=el.title or f"Capacity plan: {compilation.path}", scope=el.scope,
+                       plan=compilation.path, version=__version__)
+    quantities = [b.quantity(n) for n in el.order]
+    doc.assumptions = [q for q in quantities if q.is_input]
+    sections: dict[str, list[QuantityView]] = {}
+    for q in quantities:
+        if not q.is_input:
+            sections.setdefault(q.section, []).append(q)
+    doc.sections = [SectionView(t, _anchor(t), tuple(qs)) for t, qs in sections.items()]
+    doc.checks = [b.check(o, c) for o, c in zip(lowered.checks, el.checks)]
+    doc.summary = [
+        SummaryView(expr.span.text, b.format(value, expr.dim, _unit_of(expr, el)), location(expr.span))
+        for expr, value in zip(el.summary, lowered.summary)
+    ]
+    doc.questions = [
+        QuestionView(type(q).__name__.removesuffix("Stmt").lower(), " ".join(q.span.text.split()), location(q.span))
+        for q in el.questions
+    ]
+    doc.warnings = [d.message for d in compilation.diagnostics if not d.is_error]
+    return doc
+
+
+def _unit_of(expr: ir.Expr, el: ir.Elaborated) -> str | None:
+    return el.nodes[expr.node].unit if isinstance(expr, ir.Ref) else None
+
+
+def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]:
+    """The JSON report: every value, unit, formula and source (schema `plan.report/1`)."""
+    from dataclasses import asdict
+
+    return {
+        "schema": "plan.report/1",
+        "title": doc.title,
+        "scope": doc.scope,
+        "plan": doc.plan,
+        "version": doc.version,
+        "summary": [asdict(s) for s in doc.summary],
+        "quantities": [asdict(q) for q in doc.assumptions] + [asdict(q) for s in doc.sections for q in s.quantities],
+        "checks": [asdict(c) for c in doc.checks],
+        "questions": [asdict(q) for q in doc.questions],
+        "warnings": doc.warnings,
+    }

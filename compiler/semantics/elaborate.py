@@ -1,0 +1,836 @@
+"""Elaborate: names, kinds, instances, types and units → the typed node graph.
+
+Contract
+- `elaborate(program, sink) -> Elaborated`. Starting from the main module's instances, lets and
+  checks, resolves every name (fields of the current instance first, then global declarations,
+  then enum members), finds each field's effective definition (the instance's own assignment,
+  else its base instance's, else the kind's default or formula), checks dimensions and types,
+  and records one `Node` per quantity in topological order.
+- Expressions written in a kind are elaborated in the scope of each instance that uses them, so
+  an instance that overrides an input (`decoder student = llama { layers = 40 }`) gets every
+  derived quantity recomputed from it.
+- Every problem is a diagnostic; a node that fails is remembered so one mistake is reported once.
+  Cycles are reported with every member.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Union
+
+from .. import diagnostics as dx
+from ..source import Span
+from ..syntax import ast
+from . import ir
+from .resolve import Program
+from .units import DIMENSIONLESS, Dim, UnitError, parse_unit
+
+FLOAT_MAX = Fraction(1.7976931348623157e308)
+
+
+# ---- kinds, instances and static values ---------------------------------------------------
+
+
+@dataclass
+class FieldSpec:
+    name: str
+    decl: ast.InputDecl | ast.DeriveDecl
+    section: str | None
+    owner: str  # the kind that declares it
+
+
+@dataclass
+class Kind:
+    name: str
+    decl: ast.KindDecl
+    parent: Kind | None
+    fields: dict[str, FieldSpec] = field(default_factory=dict)
+    requires: list[ast.RequireDecl] = field(default_factory=list)
+
+    def is_a(self, other: Kind) -> bool:
+        kind: Kind | None = self
+        while kind is not None:
+            if kind is other:
+                return True
+            kind = kind.parent
+        return False
+
+
+@dataclass
+class Instance:
+    name: str
+    decl: ast.InstanceDecl
+    kind: Kind
+    base: Instance | None
+
+    def assignments(self) -> Iterator[tuple[Instance, ast.Field]]:
+        inst: Instance | None = self
+        while inst is not None:
+            for f in inst.decl.fields:
+                yield inst, f
+            inst = inst.base
+
+
+@dataclass(frozen=True)
+class InstanceRef:
+    instance: Instance
+
+
+@dataclass(frozen=True)
+class EnumTypeRef:
+    decl: ast.EnumDecl
+
+
+@dataclass(frozen=True)
+class MapRef:
+    instance: Instance
+    field: str
+
+
+Static = Union[ir.EnumValue, InstanceRef, ir.StaticBool, EnumTypeRef, MapRef]
+Value = Union[ir.Expr, Static]
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """A resolved field type: a dimension (with display unit), bool, enum, kind or map."""
+
+    tag: str  # dim / bool / enum / kind / map
+    dim: Dim | None = None
+    unit: str | None = None
+    enum: ast.EnumDecl | None = None
+    kind: Kind | None = None
+
+    def describe(self) -> str:
+        if self.tag == "dim":
+            return f"a quantity in `{self.dim}`" if self.dim != DIMENSIONLESS else "a plain number"
+        if self.tag == "enum":
+            assert self.enum is not None
+            return f"one of the `{self.enum.name}` values"
+        if self.tag == "kind":
+            assert self.kind is not None
+            return f"a `{self.kind.name}`"
+        return "a true/false value" if self.tag == "bool" else "a map"
+
+
+BUILTINS: dict[str, tuple[int, int]] = {
+    "min": (2, 99), "max": (2, 99), "ceil": (1, 1), "floor": (1, 1),
+    "sqrt": (1, 1), "log": (1, 1), "exp": (1, 1), "abs": (1, 1),
+}
+
+
+def describe(value: Value) -> str:
+    if isinstance(value, ir.EnumValue):
+        return f"the `{value.enum.name}` value `{value.member.name}`"
+    if isinstance(value, InstanceRef):
+        return f"the `{value.instance.kind.name}` `{value.instance.name}`"
+    if isinstance(value, ir.StaticBool):
+        return "a true/false value"
+    if isinstance(value, EnumTypeRef):
+        return f"the enumeration `{value.decl.name}`"
+    if isinstance(value, MapRef):
+        return f"the map `{value.instance.name}.{value.field}`"
+    if value.dim == ir.BOOL:
+        return "a comparison"
+    return f"a quantity in `{value.dim}`" if value.dim != DIMENSIONLESS else "a plain number"
+
+
+# ---- the elaborator -----------------------------------------------------------------------
+
+
+class Elaborator:
+    def __init__(self, program: Program, sink: dx.Sink) -> None:
+        self.program = program
+        self.sink = sink
+        self.out = ir.Elaborated()
+        self.kinds: dict[str, Kind | None] = {}
+        self.instances: dict[str, Instance | None] = {}
+        self.done: dict[str, Value | None] = {}
+        self.stack: list[tuple[str, Span]] = []
+        self._dispatch: dict[type, Callable[[Any, Instance | None], Value | None]] = {
+            ast.Name: self._name, ast.Attribute: self._attribute, ast.Index: self._index,
+            ast.Number: self._number, ast.Bool: self._bool, ast.Unary: self._unary,
+            ast.BinOp: self._binop, ast.Compare: self._compare, ast.BoolOp: self._boolop,
+            ast.Call: self._call, ast.If: self._if,
+        }
+
+    # ---- entry point ----------------------------------------------------------------------
+    def run(self) -> ir.Elaborated:
+        for stmt in self.program.main.statements:
+            if isinstance(stmt, ast.Meta):
+                setattr(self.out, stmt.key, stmt.value)
+            elif isinstance(stmt, ast.InstanceDecl):
+                self._root_instance(stmt)
+            elif isinstance(stmt, ast.LetDecl):
+                self._let(stmt.name, stmt.name_span)
+            elif isinstance(stmt, ast.CheckStmt):
+                self._check(stmt)
+            elif isinstance(stmt, ast.SummaryStmt):
+                self._summary(stmt)
+            elif isinstance(stmt, (ast.SolveStmt, ast.AskStmt, ast.ScenarioStmt, ast.CompareStmt,
+                                   ast.SweepStmt, ast.SearchStmt)):
+                self.out.questions.append(stmt)
+                keyword = type(stmt).__name__.removesuffix("Stmt").lower()
+                self.sink.add(dx.UNSUPPORTED_QUESTION.at(
+                    stmt.span, "parsed, not answered", keyword=keyword,
+                    help="the report lists it as unanswered; `check` statements are evaluated",
+                ))
+        self._requirements()
+        return self.out
+
+    def _root_instance(self, decl: ast.InstanceDecl) -> None:
+        inst = self.instance(decl.name)
+        if inst is None or inst.decl is not decl:
+            return
+        self.out.main_instances.append(inst.name)
+        for name in inst.kind.fields:
+            self.field(inst, name, decl.name_span)
+
+    def _summary(self, stmt: ast.SummaryStmt) -> None:
+        for item in stmt.items:
+            value = self.expr(item, None)
+            if value is not None and self._need_number(value, item.span):
+                assert isinstance(value, (ir.Lit, ir.Ref, ir.Op))
+                self.out.summary.append(value)
+
+    def _check(self, stmt: ast.CheckStmt) -> None:
+        value = self.expr(stmt.expr, None)
+        if value is None:
+            return
+        if isinstance(value, ir.StaticBool):
+            value = ir.Lit(Fraction(int(value.value)), ir.BOOL, value.span, str(value.value).lower())
+        if not isinstance(value, (ir.Lit, ir.Ref, ir.Op)) or value.dim != ir.BOOL:
+            self.sink.add(dx.CHECK_NOT_COMPARISON.at(
+                stmt.expr.span, "not a comparison", found=describe(value),
+                help="write a comparison such as `check chat.memory_per_device <= 80 GiB`",
+            ))
+            return
+        self.out.checks.append(ir.Check(value, stmt.label, stmt.span))
+
+    # ---- kinds and instances --------------------------------------------------------------
+    def kind(self, name: str, span: Span) -> Kind | None:
+        if name in self.kinds:
+            return self.kinds[name]
+        decl = self.program.names.get(name)
+        if not isinstance(decl, ast.KindDecl):
+            self.kinds[name] = None
+            if decl is None:
+                self._unknown(name, span, list(self._kind_names()), "kind")
+            else:
+                self.sink.add(dx.NOT_A_KIND.at(span, "not a kind", name=name,
+                                               secondary=[dx.Label(decl.name_span, "declared here")],
+                                               help="an instance starts with the name of its kind"))
+            return None
+        self.kinds[name] = None  # guards against `kind a: a`
+        parent = self.kind(decl.parent, decl.parent_span or decl.name_span) if decl.parent else None
+        kind = Kind(name, decl, parent)
+        if parent is not None:
+            kind.fields.update(parent.fields)
+            kind.requires.extend(parent.requires)
+        self._collect_items(kind, decl.items, None)
+        self.kinds[name] = kind
+        return kind
+
+    def _kind_names(self) -> Iterator[str]:
+        return (n for n, d in self.program.names.items() if isinstance(d, ast.KindDecl))
+
+    def _collect_items(self, kind: Kind, items: tuple[ast.KindItem, ...], section: str | None) -> None:
+        for item in items:
+            if isinstance(item, ast.Section):
+                self._collect_items(kind, item.items, item.title)
+            elif isinstance(item, ast.RequireDecl):
+                kind.requires.append(item)
+            else:
+                previous = kind.fields.get(item.name)
+                if previous is not None and previous.owner == kind.name:
+                    self.sink.add(dx.DUPLICATE_NAME.at(
+                        item.name_span, "declared again here", name=item.name,
+                        secondary=[dx.Label(previous.decl.name_span, "first declared here")],
+                        help="a kind declares each field once",
+                    ))
+                    continue
+                kind.fields[item.name] = FieldSpec(item.name, item, section, kind.name)
+
+    def instance(self, name: str) -> Instance | None:
+        if name in self.instances:
+            return self.instances[name]
+        self.instances[name] = None
+        decl = self.program.names.get(name)
+        assert isinstance(decl, ast.InstanceDecl)
+        kind = self.kind(decl.kind, decl.kind_span)
+        if kind is None:
+            return None
+        base = None
+        if decl.base is not None:
+            base = self._base(decl, kind)
+            if base is None:
+                return None
+        inst = Instance(name, decl, kind, base)
+        self._check_fields(inst)
+        self.instances[name] = inst
+        self.out.instances.append(name)
+        return inst
+
+    def _base(self, decl: ast.InstanceDecl, kind: Kind) -> Instance | None:
+        assert decl.base is not None and decl.base_span is not None
+        target = self.program.names.get(decl.base)
+        if not isinstance(target, ast.InstanceDecl):
+            if target is None:
+                self._unknown(decl.base, decl.base_span, [
+                    n for n, d in self.program.names.items() if isinstance(d, ast.InstanceDecl)], "instance")
+            else:
+                self.sink.add(dx.BAD_BASE.at(decl.base_span, "not an instance", name=decl.base,
+                                             kind=decl.kind, reason="it is not an instance",
+                                             help="the base must be another instance of the same kind"))
+            return None
+        base = self.instance(decl.base)
+        if base is None:
+            return None
+        if not kind.is_a(base.kind):
+            self.sink.add(dx.BAD_BASE.at(
+                decl.base_span, f"a `{base.kind.name}`", name=decl.base, kind=kind.name,
+                reason=f"it is a `{base.kind.name}`",
+                secondary=[dx.Label(target.kind_span, "its kind is declared here")],
+                help=f"derive a `{kind.name}` from another `{kind.name}`",
+            ))
+            return None
+        return base
+
+    def _check_fields(self, inst: Instance) -> None:
+        for f in inst.decl.fields:
+            head = f.target.steps[0]
+            spec = inst.kind.fields.get(head.name)
+            if spec is None:
+                self._unknown(head.name, head.span, list(inst.kind.fields), "field",
+                              owner=f"`{inst.kind.name}`")
+            elif len(f.target.steps) > 1 and not (len(f.target.steps) == 2 and f.target.steps[1].indexed):
+                self.sink.add(dx.UNKNOWN_FIELD.at(
+                    f.target.span, "nested assignment", owner=f"`{inst.kind.name}`", name=f.target.dotted,
+                    help="set fields of another instance in that instance's own block",
+                ))
+
+    # ---- fields and nodes -----------------------------------------------------------------
+    def field(self, inst: Instance, name: str, use: Span, text: str | None = None) -> Value | None:
+        spec = inst.kind.fields[name]
+        ftype = self.type_of(spec)
+        if ftype is not None and ftype.tag == "map":
+            return MapRef(inst, name)
+        node_id = f"{inst.name}.{name}"
+        definition = self._definition(inst, spec)
+        if definition is None:
+            if node_id not in self.done:
+                self.done[node_id] = None
+                decl = spec.decl
+                self.sink.add(dx.MISSING_INPUT.at(
+                    inst.decl.name_span, f"`{name}` is not set", owner=f"`{inst.kind.name}` `{inst.name}`",
+                    name=name, secondary=[dx.Label(decl.name_span, "declared here")],
+                    help=f"add `{name} = ...` to the block of `{inst.name}`",
+                ))
+            return None
+        expr, notes, overridden = definition
+        meta = _NodeMeta(owner=inst.name, field=name, spec=spec, ftype=ftype, notes=notes,
+                         overridden=overridden, decl_span=spec.decl.name_span)
+        return self._node(node_id, expr, inst, meta, use, text or name)
+
+    def _definition(self, inst: Instance, spec: FieldSpec) -> tuple[ast.Expr, ast.Annotations | None, bool] | None:
+        for _owner, f in inst.assignments():
+            if len(f.target.steps) == 1 and f.target.steps[0].name == spec.name:
+                return f.value, f.notes, True
+        decl = spec.decl
+        if isinstance(decl, ast.DeriveDecl):
+            return decl.expr, decl.notes, False
+        if decl.default is not None:
+            return decl.default, decl.notes, False
+        return None
+
+    def _node(self, node_id: str, expr: ast.Expr, scope: Instance | None, meta: _NodeMeta,
+              use: Span, text: str) -> Value | None:
+        if node_id in self.done:
+            return self._use(node_id, use, text)
+        if any(n == node_id for n, _ in self.stack):
+            self._cycle(node_id, expr.span)
+            return None
+        self.stack.append((node_id, expr.span))
+        value = self.expr(expr, scope)
+        self.stack.pop()
+        if node_id in self.done:  # a cycle through this node was reported meanwhile
+            return None
+        if value is not None and not self._conforms(value, meta.ftype, expr.span, meta):
+            value = None
+        self.done[node_id] = value if not isinstance(value, (ir.Lit, ir.Ref, ir.Op)) else value.dim  # type: ignore[assignment]
+        if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
+            self._record(node_id, value, expr, meta)
+        return self._use(node_id, use, text)
+
+    def _use(self, node_id: str, use: Span, text: str) -> Value | None:
+        done = self.done[node_id]
+        if isinstance(done, (Dim, str)):
+            return ir.Ref(node_id, done, use, text)
+        return done
+
+    def _record(self, node_id: str, value: ir.Expr, expr: ast.Expr, meta: _NodeMeta) -> None:
+        notes = meta.notes
+        base_notes = meta.spec.decl.notes if meta.spec is not None else None
+        source = notes.source if notes and notes.source else None
+        if source is None and not meta.overridden and base_notes is not None:
+            source = base_notes.source
+        description = (base_notes.description if base_notes else None) or (notes.description if notes else None)
+        node = ir.Node(
+            id=node_id, expr=value, dim=value.dim, is_input=_is_literal(value), span=expr.span,
+            decl_span=meta.decl_span, description=description, source=source,
+            symbol=base_notes.symbol if base_notes else None,
+            section=meta.spec.section if meta.spec is not None else None,
+            unit=meta.ftype.unit if meta.ftype is not None else None,
+            owner=meta.owner, field=meta.field, overridden=meta.overridden,
+            deps=tuple(dict.fromkeys(_refs(value))),
+        )
+        self.out.nodes[node_id] = node
+        self.out.order.append(node_id)
+
+    def _cycle(self, node_id: str, span: Span) -> None:
+        start = next(i for i, (n, _) in enumerate(self.stack) if n == node_id)
+        members = self.stack[start:]
+        names = " → ".join(f"`{n}`" for n, _ in members) + f" → `{node_id}`"
+        self.sink.add(dx.CYCLE.at(
+            members[0][1], f"`{members[0][0]}` is defined here", cycle=names,
+            secondary=[dx.Label(s, f"`{n}` depends on it") for n, s in members[1:]],
+            help="break the cycle: make one of these an input with a value",
+        ))
+        for n, _ in members:
+            self.done[n] = None
+
+    # ---- types ----------------------------------------------------------------------------
+    def type_of(self, spec: FieldSpec) -> TypeInfo | None:
+        t = spec.decl.type
+        return self.resolve_type(t) if t is not None else None
+
+    def resolve_type(self, t: ast.TypeRef) -> TypeInfo | None:
+        if isinstance(t, ast.BoolType):
+            return TypeInfo("bool")
+        if isinstance(t, ast.UnitType) and len(t.words) == 1:
+            decl = self.program.names.get(t.words[0])
+            if isinstance(decl, ast.EnumDecl):
+                return TypeInfo("enum", enum=decl)
+            if isinstance(decl, ast.KindDecl):
+                return TypeInfo("kind", kind=self.kind(decl.name, t.span))
+        if isinstance(t, ast.MapType):
+            key = self.program.names.get(t.key)
+            if not isinstance(key, ast.EnumDecl):
+                self._unknown(t.key, t.key_span, [n for n, d in self.program.names.items()
+                                                  if isinstance(d, ast.EnumDecl)], "enumeration")
+                return None
+            unit = self._unit(t.words, t.words_span)
+            return TypeInfo("map", dim=unit[1], unit=unit[0], enum=key) if unit else None
+        assert isinstance(t, ast.UnitType)
+        unit = self._unit(t.words, t.span)
+        return TypeInfo("dim", dim=unit[1], unit=unit[0]) if unit else None
+
+    def _unit(self, words: tuple[str, ...], span: Span) -> tuple[str | None, Dim] | None:
+        try:
+            scale, dim = parse_unit(words)
+        except UnitError as exc:
+            self._unknown_unit(exc, span)
+            return None
+        return (None if scale == 1 else " ".join(words)), dim
+
+    def _conforms(self, value: Value, ftype: TypeInfo | None, span: Span, meta: _NodeMeta) -> bool:
+        if ftype is None:
+            return True
+        ok = self._matches(value, ftype)
+        if not ok:
+            declared = meta.spec.decl.name_span if meta.spec is not None else span
+            if ftype.tag in ("dim", "map") and isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim != ir.BOOL:
+                self.sink.add(dx.DIMENSION_MISMATCH.at(
+                    span, f"this is `{value.dim}`", what=f"`{meta.field}` must be in `{ftype.dim}`",
+                    left=f"`{ftype.dim}`", right=f"`{value.dim}`",
+                    secondary=[dx.Label(declared, f"declared as `{ftype.dim}`")],
+                    help=_unit_help(ftype.dim, value.dim),
+                ))
+            else:
+                self.sink.add(dx.WRONG_TYPE.at(
+                    span, "wrong type", expected=ftype.describe(), found=describe(value),
+                    secondary=[dx.Label(declared, "declared here")],
+                    help=f"`{meta.field}` takes {ftype.describe()}",
+                ))
+        return ok
+
+    @staticmethod
+    def _matches(value: Value, ftype: TypeInfo) -> bool:
+        if ftype.tag in ("dim", "map"):
+            return isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ftype.dim
+        if ftype.tag == "bool":
+            return isinstance(value, ir.StaticBool) or (
+                isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ir.BOOL)
+        if ftype.tag == "enum":
+            return isinstance(value, ir.EnumValue) and value.enum is ftype.enum
+        return isinstance(value, InstanceRef) and ftype.kind is not None and value.instance.kind.is_a(ftype.kind)
+
+    # ---- lets, requirements ---------------------------------------------------------------
+    def _let(self, name: str, use: Span) -> Value | None:
+        decl = self.program.names[name]
+        assert isinstance(decl, ast.LetDecl)
+        ftype = self.resolve_type(decl.type) if decl.type is not None else None
+        meta = _NodeMeta(owner="", field=name, spec=None, ftype=ftype, notes=decl.notes,
+                         overridden=True, decl_span=decl.name_span)
+        return self._node(name, decl.expr, None, meta, use, name)
+
+    def _requirements(self) -> None:
+        seen = 0
+        while seen < len(self.out.instances):  # requirements may reach further instances
+            name = self.out.instances[seen]
+            seen += 1
+            inst = self.instances.get(name)
+            if inst is None:
+                continue
+            for req in inst.kind.requires:
+                value = self.expr(req.expr, inst)
+                if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ir.BOOL:
+                    self.out.requirements.append(
+                        ir.Requirement(inst.name, value, req.message, req.span, self._blame(inst, value)))
+
+    def _blame(self, inst: Instance, value: ir.Expr) -> Span:
+        for ref in _refs(value):
+            node = self.out.nodes.get(ref)
+            if node is not None and node.overridden and node.is_input:
+                return node.span
+        return inst.decl.name_span
+
+    # ---- expressions ----------------------------------------------------------------------
+    def expr(self, e: ast.Expr, scope: Instance | None) -> Value | None:
+        return self._dispatch[type(e)](e, scope)
+
+    def _name(self, e: ast.Name, scope: Instance | None) -> Value | None:
+        if scope is not None and e.id in scope.kind.fields:
+            return self.field(scope, e.id, e.span, e.id)
+        decl = self.program.names.get(e.id)
+        if isinstance(decl, ast.InstanceDecl):
+            inst = self.instance(e.id)
+            return InstanceRef(inst) if inst is not None else None
+        if isinstance(decl, ast.LetDecl):
+            return self._let(e.id, e.span)
+        if isinstance(decl, ast.EnumDecl):
+            return EnumTypeRef(decl)
+        if isinstance(decl, ast.KindDecl):
+            self.sink.add(dx.WRONG_TYPE.at(e.span, "a kind", expected="a value", found=f"the kind `{e.id}`",
+                                           help=f"declare an instance: `{e.id} my_{e.id} {{ ... }}`"))
+            return None
+        members = self.program.members.get(e.id, [])
+        if len(members) == 1:
+            return ir.EnumValue(*members[0])
+        if len(members) > 1:
+            self.sink.add(dx.UNKNOWN_NAME.at(
+                e.span, "ambiguous", name=e.id,
+                secondary=[dx.Label(m.span, f"a `{en.name}` value") for en, m in members],
+                help="qualify it: " + " or ".join(f"`{en.name}.{e.id}`" for en, _ in members),
+            ))
+            return None
+        candidates = list(self.program.names) + list(self.program.members)
+        if scope is not None:
+            candidates += list(scope.kind.fields)
+        self._unknown(e.id, e.span, candidates, "name")
+        return None
+
+    def _attribute(self, e: ast.Attribute, scope: Instance | None) -> Value | None:
+        base = self.expr(e.value, scope)
+        if base is None:
+            return None
+        text = e.span.text
+        if isinstance(base, InstanceRef):
+            inst = base.instance
+            if e.attr in inst.kind.fields:
+                return self.field(inst, e.attr, e.span, text)
+            self._unknown(e.attr, e.attr_span, list(inst.kind.fields), "field",
+                          owner=f"`{inst.kind.name}` `{inst.name}`")
+            return None
+        if isinstance(base, EnumTypeRef):
+            member = next((m for m in base.decl.members if m.name == e.attr), None)
+            if member is None:
+                self._unknown(e.attr, e.attr_span, [m.name for m in base.decl.members], "field",
+                              owner=f"enumeration `{base.decl.name}`")
+                return None
+            return ir.EnumValue(base.decl, member)
+        if isinstance(base, ir.EnumValue):
+            attr = next((a for a in base.member.attrs if a.name == e.attr), None)
+            if attr is None:
+                names = sorted({a.name for m in base.enum.members for a in m.attrs})
+                self._unknown(e.attr, e.attr_span, names, "field", owner=f"`{base.id}`")
+                return None
+            meta = _NodeMeta(owner=base.id, field=e.attr, spec=None, ftype=None,
+                             notes=base.member.notes,
+                             overridden=False, decl_span=attr.name_span)
+            return self._node(f"{base.id}.{e.attr}", attr.value, None, meta, e.span, text)
+        self.sink.add(dx.WRONG_TYPE.at(e.value.span, "has no fields", expected="an instance or enum value",
+                                       found=describe(base), help=f"`.{e.attr}` reads a field of an instance"))
+        return None
+
+    def _index(self, e: ast.Index, scope: Instance | None) -> Value | None:
+        base = self.expr(e.value, scope)
+        key = self.expr(e.key, scope)
+        if base is None or key is None:
+            return None
+        if not isinstance(base, MapRef):
+            self.sink.add(dx.WRONG_TYPE.at(e.value.span, "not a map", expected="a map", found=describe(base),
+                                           help="only fields declared `map[enum] unit` can be indexed"))
+            return None
+        inst, name = base.instance, base.field
+        spec = inst.kind.fields[name]
+        ftype = self.type_of(spec)
+        assert ftype is not None and ftype.enum is not None
+        if not isinstance(key, ir.EnumValue) or key.enum is not ftype.enum:
+            self.sink.add(dx.WRONG_TYPE.at(e.key.span, "wrong key", expected=f"a `{ftype.enum.name}` value",
+                                           found=describe(key), help=f"index `{name}` by a `{ftype.enum.name}`"))
+            return None
+        node_id = f"{inst.name}.{name}[{key.member.name}]"
+        entry = next((f for _, f in inst.assignments() if len(f.target.steps) == 2
+                      and f.target.steps[0].name == name and f.target.steps[1].name == key.member.name), None)
+        if entry is None:
+            if node_id not in self.done:
+                self.done[node_id] = None
+                self.sink.add(dx.MISSING_KEY.at(
+                    e.span, "no such entry", owner=f"{inst.name}.{name}", key=key.member.name,
+                    secondary=[dx.Label(inst.decl.name_span, f"`{inst.name}` is declared here")],
+                    help=f"add `{name}[{key.member.name}] = ...` to `{inst.name}`, or choose another `{ftype.enum.name}`",
+                ))
+            return None
+        meta = _NodeMeta(owner=inst.name, field=f"{name}[{key.member.name}]", spec=spec, ftype=ftype,
+                         notes=entry.notes, overridden=True, decl_span=spec.decl.name_span)
+        return self._node(node_id, entry.value, inst, meta, e.span, e.span.text)
+
+    def _number(self, e: ast.Number, scope: Instance | None) -> Value | None:
+        try:
+            scale, dim = parse_unit(e.units)
+        except UnitError as exc:
+            self._unknown_unit(exc, e.unit_span or e.span)
+            return None
+        value = e.value * scale
+        if abs(value) > FLOAT_MAX:
+            self.sink.add(dx.OVERFLOW.at(e.span, "too large", name=e.text, detail="beyond ±1.8e308",
+                                         help="use a unit prefix or check the exponent"))
+            return None
+        return ir.Lit(value, dim, e.span, e.span.text)
+
+    def _bool(self, e: ast.Bool, scope: Instance | None) -> Value | None:
+        return ir.StaticBool(e.value, e.span)
+
+    def _unary(self, e: ast.Unary, scope: Instance | None) -> Value | None:
+        operand = self.expr(e.operand, scope)
+        if operand is None:
+            return None
+        if e.op == "not":
+            if isinstance(operand, ir.StaticBool):
+                return ir.StaticBool(not operand.value, e.span)
+            if self._need_bool(operand, e.operand.span):
+                return ir.Op("not", (operand,), ir.BOOL, e.span)  # type: ignore[arg-type]
+            return None
+        if not self._need_number(operand, e.operand.span):
+            return None
+        assert isinstance(operand, (ir.Lit, ir.Ref, ir.Op))
+        if isinstance(operand, ir.Lit):
+            return ir.Lit(-operand.value, operand.dim, e.span, e.span.text)
+        return ir.Op("neg", (operand,), operand.dim, e.span)
+
+    def _binop(self, e: ast.BinOp, scope: Instance | None) -> Value | None:
+        left, right = self.expr(e.left, scope), self.expr(e.right, scope)
+        if left is None or right is None:
+            return None
+        if not (self._need_number(left, e.left.span) and self._need_number(right, e.right.span)):
+            return None
+        assert isinstance(left, (ir.Lit, ir.Ref, ir.Op)) and isinstance(right, (ir.Lit, ir.Ref, ir.Op))
+        ld, rd = left.dim, right.dim
+        assert isinstance(ld, Dim) and isinstance(rd, Dim)
+        if e.op in "+-":
+            if ld != rd:
+                return self._mismatch(e, left, right, "add" if e.op == "+" else "subtract")
+            return ir.Op(e.op, (left, right), ld, e.span)
+        if e.op == "*":
+            return ir.Op("*", (left, right), ld * rd, e.span)
+        if e.op == "/":
+            return ir.Op("/", (left, right), ld / rd, e.span)
+        return self._power(e, left, right, ld, rd)
+
+    def _power(self, e: ast.BinOp, left: ir.Expr, right: ir.Expr, ld: Dim, rd: Dim) -> Value | None:
+        if rd != DIMENSIONLESS:
+            self.sink.add(dx.DIMENSION_MISMATCH.at(
+                e.right.span, f"this is `{rd}`", what="an exponent must be a plain number",
+                left="a plain number", right=f"`{rd}`", help="divide the exponent by its unit"))
+            return None
+        if ld == DIMENSIONLESS:
+            return ir.Op("^", (left, right), ld, e.span)
+        if not isinstance(right, ir.Lit):
+            self.sink.add(dx.DIMENSION_MISMATCH.at(
+                e.right.span, "not a constant", what=f"a quantity in `{ld}` can only be raised to a constant power",
+                left="a constant exponent", right="a computed one", help="make the base a plain number first"))
+            return None
+        return ir.Op("^", (left, right), ld ** right.value, e.span)
+
+    def _mismatch(self, e: ast.BinOp | ast.Compare, left: ir.Expr, right: ir.Expr, verb: str) -> None:
+        self.sink.add(dx.DIMENSION_MISMATCH.at(
+            e.op_span, f"cannot {verb} these", what=f"cannot {verb} `{left.dim}` and `{right.dim}`",
+            left=f"left side in `{left.dim}`", right=f"right side in `{right.dim}`",
+            secondary=[dx.Label(e.left.span, f"this is `{left.dim}`"), dx.Label(e.right.span, f"this is `{right.dim}`")],
+            help=_unit_help(left.dim, right.dim),
+        ))
+
+    def _compare(self, e: ast.Compare, scope: Instance | None) -> Value | None:
+        left, right = self.expr(e.left, scope), self.expr(e.right, scope)
+        if left is None or right is None:
+            return None
+        if isinstance(left, ir.EnumValue) and isinstance(right, ir.EnumValue) and e.op in ("==", "!="):
+            return ir.StaticBool((left == right) == (e.op == "=="), e.span)
+        if not (self._need_number(left, e.left.span) and self._need_number(right, e.right.span)):
+            return None
+        assert isinstance(left, (ir.Lit, ir.Ref, ir.Op)) and isinstance(right, (ir.Lit, ir.Ref, ir.Op))
+        if left.dim != right.dim:
+            return self._mismatch(e, left, right, "compare")
+        return ir.Op(e.op, (left, right), ir.BOOL, e.span)
+
+    def _boolop(self, e: ast.BoolOp, scope: Instance | None) -> Value | None:
+        left, right = self.expr(e.left, scope), self.expr(e.right, scope)
+        if left is None or right is None:
+            return None
+        if isinstance(left, ir.StaticBool) and isinstance(right, ir.StaticBool):
+            value = (left.value and right.value) if e.op == "and" else (left.value or right.value)
+            return ir.StaticBool(value, e.span)
+        args = [_as_bool_expr(v) for v in (left, right)]
+        if not (self._need_bool(args[0], e.left.span) and self._need_bool(args[1], e.right.span)):
+            return None
+        return ir.Op(e.op, tuple(args), ir.BOOL, e.span)  # type: ignore[arg-type]
+
+    def _call(self, e: ast.Call, scope: Instance | None) -> Value | None:
+        arity = BUILTINS.get(e.func)
+        if arity is None:
+            close = difflib.get_close_matches(e.func, BUILTINS, n=1)
+            self.sink.add(dx.BAD_CALL.at(
+                e.func_span, "unknown function", message=f"unknown function `{e.func}`",
+                help=f"did you mean `{close[0]}`?" if close else "builtins: " + ", ".join(f"`{b}`" for b in BUILTINS)))
+            return None
+        if not arity[0] <= len(e.args) <= arity[1]:
+            want = str(arity[0]) if arity[0] == arity[1] else f"at least {arity[0]}"
+            self.sink.add(dx.BAD_CALL.at(e.span, "wrong number of arguments",
+                                         message=f"`{e.func}` takes {want} argument(s), found {len(e.args)}",
+                                         help=f"call it as `{e.func}(...)` with {want}"))
+            return None
+        args = [self.expr(a, scope) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        if not all(self._need_number(a, s.span) for a, s in zip(args, e.args)):
+            return None
+        nums: list[ir.Expr] = [a for a in args if isinstance(a, (ir.Lit, ir.Ref, ir.Op))]
+        return self._call_dim(e, nums)
+
+    def _call_dim(self, e: ast.Call, args: list[ir.Expr]) -> Value | None:
+        first = args[0].dim
+        assert isinstance(first, Dim)
+        if e.func in ("min", "max"):
+            for a, node in zip(args[1:], e.args[1:]):
+                if a.dim != first:
+                    self.sink.add(dx.DIMENSION_MISMATCH.at(
+                        node.span, f"this is `{a.dim}`", what=f"`{e.func}` needs arguments of one unit",
+                        left=f"`{first}`", right=f"`{a.dim}`",
+                        secondary=[dx.Label(e.args[0].span, f"this is `{first}`")], help=_unit_help(first, a.dim)))
+                    return None
+            return ir.Op(e.func, tuple(args), first, e.span)
+        if e.func in ("log", "exp") and first != DIMENSIONLESS:
+            self.sink.add(dx.DIMENSION_MISMATCH.at(
+                e.args[0].span, f"this is `{first}`", what=f"`{e.func}` needs a plain number",
+                left="a plain number", right=f"`{first}`", help="divide by a reference quantity first"))
+            return None
+        dim = first ** Fraction(1, 2) if e.func == "sqrt" else first
+        return ir.Op(e.func, tuple(args), dim, e.span)
+
+    def _if(self, e: ast.If, scope: Instance | None) -> Value | None:
+        cond = self.expr(e.cond, scope)
+        if cond is None:
+            return None
+        if isinstance(cond, ir.StaticBool):
+            return self.expr(e.then if cond.value else e.orelse, scope)
+        if not self._need_bool(cond, e.cond.span):
+            return None
+        then, orelse = self.expr(e.then, scope), self.expr(e.orelse, scope)
+        if then is None or orelse is None:
+            return None
+        if not (self._need_number(then, e.then.span) and self._need_number(orelse, e.orelse.span)):
+            return None
+        assert isinstance(then, (ir.Lit, ir.Ref, ir.Op)) and isinstance(orelse, (ir.Lit, ir.Ref, ir.Op))
+        if then.dim != orelse.dim:
+            self.sink.add(dx.DIMENSION_MISMATCH.at(
+                e.orelse.span, f"this is `{orelse.dim}`", what="both branches of `if` need one unit",
+                left=f"`{then.dim}`", right=f"`{orelse.dim}`",
+                secondary=[dx.Label(e.then.span, f"this is `{then.dim}`")], help=_unit_help(then.dim, orelse.dim)))
+            return None
+        return ir.Op("if", (cond, then, orelse), then.dim, e.span)  # type: ignore[arg-type]
+
+    # ---- shared checks and messages -------------------------------------------------------
+    def _need_number(self, value: Value, span: Span) -> bool:
+        if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim != ir.BOOL:
+            return True
+        self.sink.add(dx.WRONG_TYPE.at(span, "not a number", expected="a number", found=describe(value),
+                                       help="arithmetic works on quantities; compare enum values with `==`"))
+        return False
+
+    def _need_bool(self, value: Value, span: Span) -> bool:
+        if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ir.BOOL:
+            return True
+        self.sink.add(dx.WRONG_TYPE.at(span, "not a condition", expected="a comparison", found=describe(value),
+                                       help="write a comparison such as `batch <= 64`"))
+        return False
+
+    def _unknown(self, name: str, span: Span, candidates: list[str], what: str, owner: str = "") -> None:
+        close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+        help_ = f"did you mean `{close[0]}`?" if close else (
+            f"known {what}s: " + ", ".join(f"`{c}`" for c in sorted(set(candidates))[:10]) if candidates
+            else f"declare the {what} first")
+        if what == "field":
+            self.sink.add(dx.UNKNOWN_FIELD.at(span, "unknown field", owner=owner, name=name, help=help_))
+        else:
+            self.sink.add(dx.UNKNOWN_NAME.at(span, f"no {what} of this name", name=name, help=help_))
+
+    def _unknown_unit(self, exc: UnitError, span: Span) -> None:
+        hint = f"did you mean `{exc.suggestion}`?" if exc.suggestion else "units: see docs/language.md#units"
+        if exc.factor and exc.factor[0].islower() and exc.factor.isidentifier() and not exc.suggestion:
+            hint = "a word after a number is read as its unit; is a newline missing before it?"
+        self.sink.add(dx.UNKNOWN_UNIT.at(span, "not a unit", unit=exc.factor, help=hint))
+
+
+@dataclass(frozen=True)
+class _NodeMeta:
+    owner: str
+    field: str
+    spec: FieldSpec | None
+    ftype: TypeInfo | None
+    notes: ast.Annotations | None
+    overridden: bool
+    decl_span: Span
+
+
+def _as_bool_expr(value: Value) -> Value:
+    if isinstance(value, ir.StaticBool):
+        return ir.Lit(Fraction(int(value.value)), ir.BOOL, value.span, str(value.value).lower())
+    return value
+
+
+def _is_literal(value: ir.Expr) -> bool:
+    return isinstance(value, ir.Lit)
+
+
+def _refs(value: ir.Expr) -> Iterator[str]:
+    if isinstance(value, ir.Ref):
+        yield value.node
+    elif isinstance(value, ir.Op):
+        for a in value.args:
+            yield from _refs(a)
+
+
+def _unit_help(want: Dim | str, got: Dim | str) -> str:
+    if isinstance(want, Dim) and isinstance(got, Dim):
+        ratio = want / got
+        if ratio != DIMENSIONLESS:
+            return f"the two sides differ by `{ratio}`; multiply the right side by a quantity in `{ratio}`"
+    return "make both sides the same kind of quantity"
+
+
+def elaborate(program: Program, sink: dx.Sink) -> ir.Elaborated:
+    return Elaborator(program, sink).run()

@@ -1,0 +1,124 @@
+"""The typed intermediate form that elaboration produces and lowering consumes.
+
+Contract
+- A *node* is one quantity of the plan: a field of an instance (`chat.weight_bytes`), an entry
+  of a map field (`h100_sxm.peak_flops[bf16]`), an enum attribute (`dtype.bf16.bytes`) or a
+  `let`. Nodes are identified by their dotted id and listed in `Elaborated.order`, which is
+  topological (every node after the nodes it references).
+- Numeric expressions are trees of `Lit`, `Ref` and `Op`, each with its dimension and the span
+  it came from; `Ref` keeps the text as the user wrote it, so the report can print the formula
+  as written. Booleans from comparisons are `Op`s with dimension `BOOL`.
+- Enum members, instances and literal booleans are static: they are resolved during
+  elaboration and never reach sympy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Union
+
+from ..source import Span
+from ..syntax import ast
+from .units import Dim
+
+BOOL = "bool"
+Type = Union[Dim, str]  # a dimension, or BOOL
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    value: Fraction
+    dim: Type
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    node: str
+    dim: Type
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """`op` is one of + - * / ^ neg, < <= > >= == !=, and or not, if, min max ceil floor ..."""
+
+    op: str
+    args: tuple[Expr, ...]
+    dim: Type
+    span: Span
+
+
+Expr = Union[Lit, Ref, Op]
+
+
+@dataclass(frozen=True, slots=True)
+class EnumValue:
+    enum: ast.EnumDecl
+    member: ast.EnumMember
+
+    @property
+    def id(self) -> str:
+        return f"{self.enum.name}.{self.member.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class StaticBool:
+    value: bool
+    span: Span
+
+
+@dataclass
+class Node:
+    """One quantity, with everything the report needs to show where it came from."""
+
+    id: str
+    expr: Expr
+    dim: Type
+    is_input: bool
+    span: Span  # where its value or formula is written
+    decl_span: Span  # where the field is declared (the kind, or the let)
+    description: str | None
+    source: str | None
+    symbol: str | None
+    section: str | None
+    unit: str | None  # display unit requested by the declared type, if any
+    owner: str  # instance name, enum name or "" for lets
+    field: str
+    overridden: bool = False  # value set by an instance rather than the kind's default
+    deps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A kind's `require` clause, instantiated for one instance."""
+
+    instance: str
+    expr: Expr
+    message: str | None
+    span: Span
+    blame: Span  # the user's assignment most responsible, else the instance
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    expr: Expr
+    label: str | None
+    span: Span
+
+
+@dataclass
+class Elaborated:
+    nodes: dict[str, Node] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    requirements: list[Requirement] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    summary: list[Expr] = field(default_factory=list)
+    instances: list[str] = field(default_factory=list)  # in the order they were first reached
+    main_instances: list[str] = field(default_factory=list)
+    title: str | None = None
+    scope: str | None = None
+    questions: list[ast.Question] = field(default_factory=list)

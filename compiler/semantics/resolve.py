@@ -1,0 +1,177 @@
+"""Resolve: load the main plan and everything it imports; build the global namespace.
+
+Contract
+- `load_program(path, sink) -> Program | None`. Reads the main file and, transitively, its
+  imports (plus the stdlib prelude), parsing each once. Returns None when the main file cannot
+  be read or parsed; import problems are diagnostics on the import statement.
+- Import paths: `"./x"` / `"../x"` are relative to the importing file and must stay inside the
+  directory tree of the main plan; any other path names a file in the stdlib (`"models/llama"`
+  → `stdlib/models/llama.plan`). `.plan` is appended when missing. Paths are resolved after
+  following symlinks, so a link cannot lead outside the allowed roots.
+- The namespace is global and order-independent: every top-level enum, kind, instance and
+  `let` of every loaded module, plus enum members (reachable by bare name when unambiguous).
+  A second declaration of a name is E0202, citing the first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from .. import diagnostics as dx
+from ..source import LoadProblem, SourceFile, Span, read_source
+from ..syntax import ast
+from ..syntax.parser import parse
+
+PRELUDE = "prelude"
+
+Decl = ast.EnumDecl | ast.KindDecl | ast.InstanceDecl | ast.LetDecl
+
+
+@dataclass
+class Program:
+    main: ast.Module
+    main_file: SourceFile
+    modules: list[ast.Module] = field(default_factory=list)
+    names: dict[str, Decl] = field(default_factory=dict)
+    members: dict[str, list[tuple[ast.EnumDecl, ast.EnumMember]]] = field(default_factory=dict)
+
+
+def stdlib_root() -> Path:
+    return Path(str(resources.files("planc.stdlib")))
+
+
+_LOAD_CODES = {
+    LoadProblem.MISSING: dx.FILE_MISSING,
+    LoadProblem.DIRECTORY: dx.FILE_IS_DIRECTORY,
+    LoadProblem.NOT_UTF8: dx.FILE_NOT_UTF8,
+    LoadProblem.EMPTY: dx.FILE_EMPTY,
+    LoadProblem.UNREADABLE: dx.FILE_UNREADABLE,
+}
+_LOAD_HELP = {
+    LoadProblem.MISSING: "check the path; plan files end in `.plan`",
+    LoadProblem.DIRECTORY: "name a `.plan` file inside it",
+    LoadProblem.NOT_UTF8: "save the file as UTF-8",
+    LoadProblem.EMPTY: "declare at least a model, hardware and traffic; see examples/",
+    LoadProblem.UNREADABLE: "check the file's permissions",
+}
+
+
+class _Loader:
+    def __init__(self, main_path: Path, sink: dx.Sink) -> None:
+        self.sink = sink
+        self.root = main_path.resolve().parent
+        self.stdlib = stdlib_root().resolve()
+        self.loaded: dict[Path, ast.Module | None] = {}
+        self.order: list[ast.Module] = []
+        self.stack: list[Path] = []
+
+    def load(self, path: Path, shown: str, at: Span | None) -> ast.Module | None:
+        real = path.resolve()
+        if real in self.stack:
+            cycle = self.stack[self.stack.index(real):] + [real]
+            names = " → ".join(self._shown(p) for p in cycle)
+            self.sink.add(dx.IMPORT_CYCLE.at(at, "this import closes the cycle", cycle=names,
+                                             help="move the shared declarations into a file both can import"))
+            return None
+        if real in self.loaded:
+            return self.loaded[real]
+        is_std = real.is_relative_to(self.stdlib)
+        file, problem, detail = read_source(real, shown, is_stdlib=is_std)
+        if problem is not None:
+            code = _LOAD_CODES[problem]
+            span = at if at is not None else (Span(file, 0, 0) if file is not None else None)
+            self.sink.add(code.at(span, "", path=shown, detail=detail, help=_LOAD_HELP[problem]))
+            self.loaded[real] = None
+            return None
+        assert file is not None
+        module, problems = parse(file)
+        self.sink.extend(problems)
+        self.loaded[real] = module
+        if module is None:
+            return None
+        self.stack.append(real)
+        for stmt in module.statements:
+            if isinstance(stmt, ast.Import):
+                self._import(stmt, real)
+        self.stack.pop()
+        self.order.append(module)
+        return module
+
+    def _shown(self, real: Path) -> str:
+        if real.is_relative_to(self.stdlib):
+            return "<stdlib>/" + real.relative_to(self.stdlib).as_posix()
+        if real.is_relative_to(self.root):
+            return real.relative_to(self.root).as_posix()
+        return real.as_posix()
+
+    def _import(self, stmt: ast.Import, importer: Path) -> None:
+        name = stmt.path if stmt.path.endswith(".plan") else stmt.path + ".plan"
+        relative = name.startswith("./") or name.startswith("../")
+        base = importer.parent if relative else self.stdlib
+        target = (base / name).resolve()
+        inside = target.is_relative_to(self.root) or target.is_relative_to(self.stdlib)
+        if Path(name).is_absolute() or not inside:
+            where = "the plan's directory tree" if relative else "the stdlib"
+            self.sink.add(dx.IMPORT_OUTSIDE.at(
+                stmt.path_span, f"resolves outside {where}", path=stmt.path,
+                help="imports may name stdlib files (`\"models/llama-3.1-8b\"`) or `.plan` files "
+                     "under the directory of the plan being compiled (`\"./gpus\"`)",
+            ))
+            return
+        if not target.is_file():
+            self.sink.add(dx.IMPORT_NOT_FOUND.at(
+                stmt.path_span, "no such plan", path=stmt.path, help=self._import_help(stmt.path, relative),
+            ))
+            return
+        self.load(target, self._shown(target), stmt.path_span)
+
+    def _import_help(self, path: str, relative: bool) -> str:
+        if relative:
+            return "relative imports are resolved from the importing file's directory"
+        import difflib
+
+        known = sorted(p.relative_to(self.stdlib).with_suffix("").as_posix() for p in self.stdlib.rglob("*.plan"))
+        close = difflib.get_close_matches(path, known, n=1)
+        if close:
+            return f"did you mean `\"{close[0]}\"`?"
+        return "stdlib plans: " + ", ".join(f"`{k}`" for k in known[:12])
+
+
+def load_program(path: Path, sink: dx.Sink, shown: str | None = None) -> Program | None:
+    loader = _Loader(path, sink)
+    stdlib = loader.stdlib
+    prelude = stdlib / f"{PRELUDE}.plan"
+    if path.resolve() != prelude:
+        loader.load(prelude, f"<stdlib>/{PRELUDE}.plan", None)
+    main = loader.load(path, shown or str(path), None)
+    if main is None:
+        return None
+    main_file = main.span.file
+    program = Program(main=main, main_file=main_file, modules=loader.order)
+    _collect_names(program, sink)
+    return program
+
+
+def _collect_names(program: Program, sink: dx.Sink) -> None:
+    for module in program.modules:
+        for stmt in module.statements:
+            if isinstance(stmt, (ast.EnumDecl, ast.KindDecl, ast.InstanceDecl, ast.LetDecl)):
+                first = program.names.get(stmt.name)
+                if first is not None:
+                    sink.add(dx.DUPLICATE_NAME.at(
+                        stmt.name_span, "declared again here", name=stmt.name,
+                        secondary=[dx.Label(first.name_span, "first declared here")],
+                        help="rename one of them, or extend the first with `" + _kind_word(first)
+                        + f" new_name = {stmt.name} {{ ... }}`",
+                    ))
+                    continue
+                program.names[stmt.name] = stmt
+            if isinstance(stmt, ast.EnumDecl):
+                for member in stmt.members:
+                    program.members.setdefault(member.name, []).append((stmt, member))
+
+
+def _kind_word(decl: Decl) -> str:
+    return decl.kind if isinstance(decl, ast.InstanceDecl) else "let"
