@@ -1,0 +1,109 @@
+"""Compile-speed benchmark: `plan compile` of the flagship example vs. importing its dependencies.
+
+Usage:
+    python bench/compile_speed.py [--runs N] [--strict]
+
+Measures, with the wall clock, in fresh subprocesses of the running interpreter
+(`sys.executable`), the median of N runs (default 5) of:
+
+  (a) baseline: `python -c "import lark, sympy, jinja2"` (the unavoidable import cost);
+  (b) compile:  `python -m planc.cli compile <repo>/examples/100m_dau.plan -o <tmp>/out.md`,
+      run from a temporary directory outside the checkout.
+
+Each command gets one untimed warm-up run first (Lark caches its LALR tables in the temp dir on
+first use; the OS file cache warms up too). The target is b/a <= 1.5: the compiler itself may
+cost at most half as much again as importing its libraries. The script also runs the compile
+once under `-X importtime` and reports whether `weasyprint` or `matplotlib` were imported on the
+compile path (they must not be: they belong to the optional PDF/plot paths).
+
+Exit status: 0 whatever the verdict, unless `--strict` is given (then 1 when the target is
+missed or a heavy module is imported). A failing compile (exit code other than 0 or 1) is
+always an error (exit 2), since its timing would mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "100m_dau.plan"
+TARGET_RATIO = 1.5
+HEAVY = ("weasyprint", "matplotlib")
+
+
+def _run(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    return time.perf_counter() - start, proc
+
+
+def _median_seconds(name: str, cmd: list[str], cwd: Path, runs: int, ok_codes: set[int]) -> float:
+    times = []
+    for i in range(runs + 1):  # run 0 is the untimed warm-up
+        elapsed, proc = _run(cmd, cwd)
+        if proc.returncode not in ok_codes:
+            sys.stderr.write(f"{name}: exit code {proc.returncode}\n{proc.stdout}{proc.stderr}")
+            sys.exit(2)
+        if i > 0:
+            times.append(elapsed)
+    return statistics.median(times)
+
+
+def _heavy_imports(cmd: list[str], cwd: Path) -> list[str]:
+    """Top-level packages from HEAVY that `-X importtime` shows being imported."""
+    proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], cwd=cwd, capture_output=True, text=True)
+    found: set[str] = set()
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        module = line.rsplit("|", 1)[-1].strip()
+        top = module.split(".", 1)[0]
+        if top in HEAVY:
+            found.add(top)
+    return sorted(found)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (default 5)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    with tempfile.TemporaryDirectory(prefix="plan-bench-") as tmp:
+        cwd = Path(tmp)
+        baseline = [sys.executable, "-c", "import lark, sympy, jinja2"]
+        compile_cmd = [sys.executable, "-m", "planc.cli", "compile", str(EXAMPLE), "-o", str(cwd / "out.md")]
+
+        a = _median_seconds("baseline", baseline, cwd, args.runs, {0})
+        # exit 1 means "a check failed": still a full compile, so still a valid timing.
+        b = _median_seconds("compile", compile_cmd, cwd, args.runs, {0, 1})
+        heavy = _heavy_imports(compile_cmd, cwd)
+
+    ratio = b / a
+    passed = ratio <= TARGET_RATIO
+    rows = [
+        ("(a) import lark, sympy, jinja2", f"{a:.3f} s"),
+        ("(b) plan compile 100m_dau.plan", f"{b:.3f} s"),
+        ("ratio b/a", f"{ratio:.2f}  (target <= {TARGET_RATIO})  {'PASS' if passed else 'FAIL'}"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"python {sys.version.split()[0]}, median of {args.runs} run(s) after 1 warm-up each")
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+    print("heavy imports: " + (", ".join(heavy) if heavy else "none"))
+
+    if args.strict and (not passed or heavy):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The `plan` command as a user runs it: outputs, exit codes, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from planc.cli import main
+
+from .conftest import REPO
+
+EXAMPLE = REPO / "examples" / "100m_dau.plan"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_compile_writes_markdown_with_derivations(tmp_path: Path) -> None:
+    out = tmp_path / "doc.md"
+    code, _, err = run("compile", str(EXAMPLE), "-o", str(out))
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# Chat assistant for 100 M daily active users")
+    assert "## Assumptions" in text and "**assumption**" in text
+    # formula → substituted → result, in GitHub's math syntax
+    assert "```math" in text and "\\begin{aligned}" in text
+    assert "34.72 k requests/s" in text  # peak QPS, physics.md §14
+    assert "`<stdlib>/models/llama-3.1-70b.plan:3`" in text  # provenance of an input
+
+
+def test_markdown_and_json_are_byte_identical_across_runs(tmp_path: Path) -> None:
+    for fmt in ("md", "json"):
+        a, b = tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"
+        assert run("compile", str(EXAMPLE), "--format", fmt, "-o", str(a))[0] == 0
+        assert run("compile", str(EXAMPLE), "--format", fmt, "-o", str(b))[0] == 0
+        assert a.read_bytes() == b.read_bytes()
+
+
+def test_json_carries_values_units_formulas_and_sources() -> None:
+    code, out, _ = run("compile", str(EXAMPLE), "--format", "json", "-o", "-")
+    assert code == 0
+    data = json.loads(out)
+    assert data["schema"] == "plan.report/1"
+    q = {x["id"]: x for x in data["quantities"]}
+    assert q["llama_3_1_70b.params"]["exact"] == "70553706496"
+    assert q["chat.kv_bytes_per_token"]["value"] == 327680
+    assert q["chat.kv_bytes_per_token"]["dim"] == "B/token"
+    assert q["chat.memory_utilization"]["source"].startswith("vLLM")
+    assert "\\frac" in q["chat.weight_bytes_per_device"]["formula"]
+
+
+def test_check_exit_codes(tmp_path: Path) -> None:
+    assert run("check", str(EXAMPLE))[0] == 0
+    failing = tmp_path / "fail.plan"
+    failing.write_text(EXAMPLE.read_text().replace("check chat.tpot <= 40 ms", "check chat.tpot <= 1 ms"))
+    code, out, _ = run("check", str(failing))
+    assert code == 1 and "FAIL  TPOT SLO" in out
+
+
+def test_invalid_plan_exits_2_without_report(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n")
+    out = tmp_path / "bad.md"
+    code, _, err = run("compile", str(bad), "-o", str(out))
+    assert code == 2
+    assert "error[E0302]" in err and "--> " in err and "help:" in err
+    assert not out.exists()
+
+
+def test_diagnostics_as_json(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = y\n")
+    code, _, err = run("compile", str(bad), "--diagnostics", "json")
+    assert code == 2
+    data = json.loads(err)
+    assert data["diagnostics"][0]["code"] == "E0201"
+    assert data["diagnostics"][0]["primary"]["line"] == 1
+
+
+def test_usage_errors_exit_2() -> None:
+    assert run("compile")[0] == 2
+    assert run("frobnicate")[0] == 2
+    code, out, _ = run("--version")
+    assert code == 0 and "plan" in out
+
+
+def test_runs_as_module_from_another_directory(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "planc.cli", "compile", str(EXAMPLE)],
+                          cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "100m_dau.md").is_file()

@@ -1,0 +1,41 @@
+"""Build a wheel, install it into a fresh virtual environment, compile the example elsewhere.
+
+This is the path a user takes with `pip install plan-compiler`: the grammar, stdlib and
+templates must come from the installed package, not from the checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+
+@pytest.mark.skipif(os.environ.get("PLAN_SKIP_PACKAGING") == "1", reason="PLAN_SKIP_PACKAGING=1")
+def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+                   check=True, capture_output=True)
+    (wheel,) = wheels.glob("*.whl")
+    env_dir = tmp_path / "env"
+    venv.create(env_dir, with_pip=True)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    example = REPO / "examples" / "100m_dau.plan"
+    proc = subprocess.run([str(env_dir / "bin" / "plan"), "compile", str(example), "-o", "doc.md"],
+                          cwd=work, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = (work / "doc.md").read_text(encoding="utf-8")
+    assert "## Memory" in doc and "`<stdlib>/prelude.plan:" in doc
+    # the installed package, not the checkout, provided the stdlib
+    where = subprocess.run([str(py), "-c", "import planc, pathlib; print(pathlib.Path(planc.__file__).parent)"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).is_relative_to(env_dir)
