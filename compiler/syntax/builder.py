@@ -243,6 +243,9 @@ class _Builder(Transformer[Token, Any]):
         low, high, step = children
         return ("range", low, high, str(step) if step is not None else None)
 
+    def step(self, meta: LarkMeta, children: list[Token]) -> str:
+        return str(children[0])
+
     def plot(self, meta: LarkMeta, children: list[Any]) -> ast.Plot:
         kind, *axes = children
         return ast.Plot(self._span(meta), str(kind), tuple(a for a in axes if a is not None))

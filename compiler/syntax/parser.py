@@ -39,8 +39,6 @@ _WORDS = {
     "$END": "end of file",
     "COMP_OP": "a comparison",
     "MUL_OP": "`*` or `/`",
-    "META_KEY": "`title` or `scope`",
-    "STEP": "`log2`, `log10` or `linear`",
 }
 _EXPRESSION_START = {"NAME", "NUMBER", "MONEY", "LPAR", "MINUS", "NOT", "IF", "TRUE", "FALSE"}
 _OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "DOT", "LSQB", "UNIT"}
