@@ -102,7 +102,7 @@ def _grammar() -> Lark:
     return Lark(text, parser="lalr")
 
 
-_KEYWORD = re.compile(r"[a-z]+\Z")
+_KEYWORD = re.compile(r"[a-z][a-z0-9]*\Z")
 _STDLIB_NAMES = sorted(
     {m for seed in SEEDS for m in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b", seed) if not m[0].isdigit()}
 )
@@ -139,14 +139,15 @@ _GRAMMAR_EXPLICIT: dict[str, st.SearchStrategy[str]] = {
     "STRING": _STRINGS.map(lambda s: f" {s} "),
     "_NL": st.sampled_from(["\n", "\n  ", "\r\n", "\n\n"]),
     "COMMENT": st.sampled_from(["  # note\n", " #\n"]),
-    "STEP": st.sampled_from([" log2 ", " log10 ", " linear "]),
 }
 
 
 def _grammar_strategy() -> st.SearchStrategy[str]:
     grammar = _grammar()
     terminals, _, ignore_names = grammar.grammar.compile(grammar.options.start, ())
-    explicit = dict(_GRAMMAR_EXPLICIT)
+    names = {t.name for t in terminals}
+    # Only the terminals this version of the grammar has (it evolves; from_lark rejects others).
+    explicit = {name: strategy for name, strategy in _GRAMMAR_EXPLICIT.items() if name in names}
     for t in terminals:
         if t.name in explicit:
             continue
@@ -182,12 +183,26 @@ _INSERT = st.one_of(
 )
 
 
+# Replacements for one word or number: values that parse but may break elaboration.
+_REPLACE = st.sampled_from(
+    ["0", "-1", "0.0", "1e400", "1e-400", "99999999999999999999", "2 ^ 1000", "0 * x", "(1 / 0)", "x",
+     "llama_3_1_8b", "h200", "int4", "fp32", "deployment", "traffic", "true", "GiB", "furlongs",
+     "tokens^2", "count", "max(1)", "ceil()", "chat", "chat.tpot", "chat.context", "-0"]
+)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9][0-9_.]*(?:[eE][+-]?[0-9]+)?")
+
+
 @st.composite
 def mutated_plan(draw: st.DrawFn) -> str:
     text = draw(st.sampled_from(SEEDS))
     for _ in range(draw(st.integers(1, 5))):
-        op = draw(st.sampled_from(["delete", "insert", "duplicate", "swap", "truncate"]))
-        if op == "delete" and text:
+        op = draw(st.sampled_from(["delete", "insert", "duplicate", "swap", "truncate", "replace", "replace"]))
+        if op == "replace":
+            words = list(_WORD.finditer(text))
+            if words:
+                word = words[draw(st.integers(0, len(words) - 1))]
+                text = text[: word.start()] + draw(_REPLACE) + text[word.end() :]
+        elif op == "delete" and text:
             start = draw(st.integers(0, len(text) - 1))
             length = draw(st.one_of(st.integers(1, 3), st.integers(1, 80)))
             text = text[:start] + text[start + length :]

@@ -9,6 +9,7 @@ that defined it. Order is the topological order of the node graph, so output is 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,6 +182,11 @@ def _literal(lit: ir.Lit) -> str:
         return "\\text{" + ("true" if lit.value else "false") + "}"
     if lit.dim == DIMENSIONLESS and lit.text.replace("_", "").replace(".", "", 1).isdigit():
         return lit.text.replace("_", "")
+    number, _, unit = lit.text.partition(" ")
+    if "^" in unit:  # exponents print as math: 4\,\mathrm{FLOP/token^{2}}
+        parts = [latex.text(p) for p in re.split(r"\^(-?\d+)", unit)]
+        body = "".join(p if i % 2 == 0 else "^{" + p + "}" for i, p in enumerate(parts))
+        return latex.text(number) + "\\,\\mathrm{" + body + "}"
     return "\\text{" + latex.text(lit.text) + "}"
 
 

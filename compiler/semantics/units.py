@@ -336,9 +336,17 @@ def _is_counting_rate(dim: Dim) -> bool:
             and any(e < 0 for e in dim.exponents))
 
 
+#: per-something quantities (`B/token`, `FLOP/token`, `W/device`) get their numerator's prefixes
+_NUMERATOR_LADDERS: Final = (("bytes", "B", _BINARY_TO_P), ("flop", "FLOP", DECIMAL_PREFIXES), ("power", "W", _KMG))
+
+
 def _ladder_for(dim: Dim) -> _Ladder:
     if dim in AUTO_LADDERS:
         return AUTO_LADDERS[dim]
+    text = str(dim)
+    for base, symbol, prefixes in _NUMERATOR_LADDERS:
+        if dim.exponent(base) == 1 and text.startswith(symbol + "/"):
+            return _prefix_ladder(text, prefixes)
     if _is_counting_rate(dim):
         steps = ((float(MULTIPLIERS[m]), float(MULTIPLIERS[m]), f"{m} {dim}") for m in _RATE_MULTIPLIERS)
         return ((0.0, 1.0, str(dim)), *steps)

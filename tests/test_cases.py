@@ -1,0 +1,261 @@
+"""Golden cases: `tests/cases/<stage>/{ok,err}/<name>.plan`, checked like mypy's `check-*.test`.
+
+- An `ok` case must compile with no error diagnostics (warnings allowed) and exit code 0.
+- An `err` case carries its expected errors as comments on the line where each error's primary
+  span starts: `# ERROR E0201` (several codes: `# ERROR E0201 E0302`); an error at end of file
+  is written `# ERROR-EOF E0102`, anywhere in the file. The set of (place, code) pairs of the
+  error-severity diagnostics must equal the annotations exactly, where a place is a line of the
+  case file, `EOF`, or — for an error outside the case file — that file and line (which can
+  never match an annotation, so such an error always fails the case). The compilation must
+  not be `ok` and must exit with code 2.
+- Next to every `err` case, `<name>.expected` holds the full `render_human` output, rendered
+  with paths relative to `tests/cases`. Run with `PLAN_UPDATE_GOLDENS=1` to rewrite them, then
+  review the diff by eye: the messages, carets and help lines are what a user reads.
+- Files inside further subdirectories (`imports/err/cycle/`, `imports/ok/lib/`) are imported by
+  cases, never cases themselves.
+- Problems with the input file itself (missing, a directory, not UTF-8, empty, unreadable) are
+  tested at the bottom with temporary paths.
+- A case that shows a known compiler bug is listed in `KNOWN_BUGS` and marked
+  `xfail(strict=True)`: when the bug is fixed the case passes, the xfail turns into a failure,
+  and the entry must be removed (and its golden refreshed).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from planc.diagnostics import Diagnostic
+from planc.pipeline import Compilation, compile_plan
+from planc.render_diagnostics import render_human
+
+CASES = Path(__file__).resolve().parent / "cases"
+STAGES = ("syntax", "names", "units", "eval", "imports")
+UPDATE = os.environ.get("PLAN_UPDATE_GOLDENS") == "1"
+
+_ANNOTATION = re.compile(r"#\s*ERROR(?P<eof>-EOF)?(?P<codes>(?:\s+[EW]\d{4})+)\s*$")
+_LOOSE_ANNOTATION = re.compile(r"#\s*ERROR")
+
+# Cases that currently fail because of a compiler bug: case -> what is wrong. Each entry marks
+# both the annotation test and the golden test of that case.
+KNOWN_BUGS: dict[str, str] = {
+    "names/err/unused_kind_duplicate_field.plan": (
+        "a kind is elaborated only when an instance uses it, so an unused kind's duplicate "
+        "field (E0202) is never reported"
+    ),
+    "imports/err/import_cycle.plan": (
+        "E0207 is reported only at the import that closes the cycle, inside cycle/b.plan; "
+        "nothing points at the main file's import that leads into the cycle"
+    ),
+    "eval/err/zero_users_deployed.plan": (
+        "with zero users a deployment's derived values divide by zero in the stdlib before "
+        "the `daily_active_users > 0 users` requirement is checked, so the user gets an error "
+        "inside <stdlib>/prelude.plan instead of E0404 on `0 users`"
+    ),
+    "eval/err/self_division.plan": (
+        "`z / z` with `z = 0` is simplified symbolically to 1 before the value is substituted: "
+        "no E0405 (0/0), the plan compiles"
+    ),
+    "eval/err/sqrt_negative.plan": (
+        "`sqrt` of a negative number yields an imaginary value that is accepted silently; "
+        "E0405's own help names 'a negative square root'"
+    ),
+    "eval/err/log_zero.plan": (
+        "`log(0)` is reported as E0402 division by zero ('this is zero' under the whole call) "
+        "instead of E0405 undefined value, whose help names 'the log of zero'"
+    ),
+}
+
+
+# ---- collecting cases ---------------------------------------------------------------------
+
+
+def _cases(outcome: str) -> list[Path]:
+    return sorted(p for stage in STAGES for p in (CASES / stage / outcome).glob("*.plan"))
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(CASES).as_posix()
+
+
+def _params(outcome: str) -> list[object]:
+    params = []
+    for path in _cases(outcome):
+        rel = _rel(path)
+        marks = [pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[rel])] if rel in KNOWN_BUGS else []
+        params.append(pytest.param(path, id=rel, marks=marks))
+    return params
+
+
+def _compile(path: Path) -> Compilation:
+    return compile_plan(path, shown=_rel(path))
+
+
+# ---- annotations --------------------------------------------------------------------------
+
+Place = tuple[str, "int | str", str]  # (file, line or "EOF", code)
+
+
+def expected_errors(path: Path) -> set[Place]:
+    """The (file, line, code) triples annotated in a case file."""
+    rel = _rel(path)
+    found: set[Place] = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not _LOOSE_ANNOTATION.search(line):
+            continue
+        match = _ANNOTATION.search(line)
+        assert match is not None, f"{rel}:{number}: malformed annotation {line!r}"
+        place: int | str = "EOF" if match.group("eof") else number
+        found.update((rel, place, code) for code in match.group("codes").split())
+    return found
+
+
+def actual_errors(diagnostics: list[Diagnostic], rel: str) -> set[Place]:
+    """The (file, line, code) triples of the error diagnostics, end of file as `EOF`."""
+    found: set[Place] = set()
+    for d in diagnostics:
+        if not d.is_error:
+            continue
+        if d.primary is None:
+            found.add(("<no location>", 0, d.code))
+            continue
+        span = d.primary.span
+        at_eof = span.file.path == rel and span.start >= len(span.file.text)
+        found.add((span.file.path, "EOF" if at_eof else span.line, d.code))
+    return found
+
+
+def _describe(places: set[Place]) -> str:
+    return "\n".join(f"  {f}:{line}: {code}" for f, line, code in sorted(places, key=str)) or "  (none)"
+
+
+# ---- the tests ----------------------------------------------------------------------------
+
+
+def test_every_stage_has_ok_and_err_cases() -> None:
+    for stage in STAGES:
+        for outcome in ("ok", "err"):
+            assert list((CASES / stage / outcome).glob("*.plan")), f"no cases in {stage}/{outcome}"
+
+
+def test_no_stray_files() -> None:
+    """Every file at case level is a case or a golden, and every golden has its case."""
+    for stage in STAGES:
+        for outcome in ("ok", "err"):
+            for path in (CASES / stage / outcome).iterdir():
+                if path.is_dir():
+                    continue
+                assert path.suffix in (".plan", ".expected"), f"unexpected file {_rel(path)}"
+                if path.suffix == ".expected":
+                    assert outcome == "err", f"golden for an ok case: {_rel(path)}"
+                    assert path.with_suffix(".plan").is_file(), f"golden without a case: {_rel(path)}"
+
+
+@pytest.mark.parametrize("path", _params("ok"))
+def test_ok_case(path: Path) -> None:
+    assert not expected_errors(path), "an ok case carries no `# ERROR` annotations"
+    compilation = _compile(path)
+    errors = [d for d in compilation.diagnostics if d.is_error]
+    assert not errors, render_human(compilation.diagnostics)
+    assert compilation.ok
+    assert compilation.exit_code == 0, "an ok case must not contain a failing check"
+
+
+@pytest.mark.parametrize("path", _params("err"))
+def test_err_case_annotations(path: Path) -> None:
+    rel = _rel(path)
+    expected = expected_errors(path)
+    assert expected, f"{rel} has no `# ERROR` annotation"
+    compilation = _compile(path)
+    actual = actual_errors(compilation.diagnostics, rel)
+    assert actual == expected, (
+        f"\nexpected:\n{_describe(expected)}\nactual:\n{_describe(actual)}\n\n"
+        + render_human(compilation.diagnostics)
+    )
+    assert compilation.ok is False
+    assert compilation.exit_code == 2
+
+
+@pytest.mark.parametrize("path", _params("err"))
+def test_err_case_golden(path: Path) -> None:
+    compilation = _compile(path)
+    rendered = render_human(compilation.diagnostics)
+    golden = path.with_suffix(".expected")
+    if UPDATE:
+        golden.write_text(rendered, encoding="utf-8")
+    assert golden.is_file(), f"missing {_rel(golden)}; run with PLAN_UPDATE_GOLDENS=1"
+    assert rendered == golden.read_text(encoding="utf-8")
+    # The golden must not pass while the case itself is wrong (an xfail'd case must fail here too).
+    assert actual_errors(compilation.diagnostics, _rel(path)) == expected_errors(path)
+    assert compilation.exit_code == 2
+
+
+# ---- the input file itself ----------------------------------------------------------------
+
+
+def _only_code(compilation: Compilation, code: str) -> Diagnostic:
+    assert [d.code for d in compilation.diagnostics] == [code], render_human(compilation.diagnostics)
+    assert compilation.ok is False
+    assert compilation.exit_code == 2
+    return compilation.diagnostics[0]
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    d = _only_code(compile_plan(tmp_path / "nope.plan", shown="nope.plan"), "E0001")
+    assert d.message == "cannot read `nope.plan`: no such file"
+    assert d.primary is None
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    (tmp_path / "plans.plan").mkdir()
+    d = _only_code(compile_plan(tmp_path / "plans.plan", shown="plans.plan"), "E0002")
+    assert d.message == "`plans.plan` is a directory, not a plan file"
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.plan"
+    path.write_bytes('title "Café"\n'.encode("latin-1"))
+    d = _only_code(compile_plan(path, shown="latin1.plan"), "E0003")
+    assert d.message == "`latin1.plan` is not valid UTF-8 (byte 0xe9 at offset 10)"
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \n\t\n"], ids=["no-bytes", "newline", "whitespace"])
+def test_empty_file(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.plan"
+    path.write_text(text, encoding="utf-8")
+    d = _only_code(compile_plan(path, shown="empty.plan"), "E0004")
+    assert d.message == "`empty.plan` contains no declarations"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a file holding only comments has no declarations either, but it compiles as an ok plan "
+    "(E0004 is raised only for whitespace)"))
+def test_comment_only_file_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "comments.plan"
+    path.write_text("# TODO: write the plan\n", encoding="utf-8")
+    _only_code(compile_plan(path, shown="comments.plan"), "E0004")
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "locked.plan"
+    path.write_text("let x = 1\n", encoding="utf-8")
+    read_bytes = Path.read_bytes
+
+    def refuse(self: Path) -> bytes:  # chmod 000 does not stop root, so refuse by hand
+        if self == path.resolve():
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    d = _only_code(compile_plan(path, shown="locked.plan"), "E0005")
+    assert d.message == "cannot read `locked.plan`: Permission denied"
+
+
+def test_bom_and_crlf_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "windows.plan"
+    path.write_bytes(b'\xef\xbb\xbflet x = 1\r\nlet y = x + 1\r\ncheck y == 2 "crlf"\r\n')
+    compilation = compile_plan(path, shown="windows.plan")
+    assert compilation.diagnostics == [] and compilation.exit_code == 0
