@@ -23,6 +23,7 @@ import sympy as sp
 
 from . import diagnostics as dx
 from .semantics import ir
+from .semantics.units import Dim, format_quantity
 
 _FLOAT_MAX = sp.Float(1.7976931348623157e308)
 _CMP = {"<": sp.StrictLessThan, "<=": sp.LessThan, ">": sp.StrictGreaterThan,
@@ -107,6 +108,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink) -> Lowered:
         node = elaborated.nodes[node_id]
         out.symbols[node_id] = sp.Symbol(f"q{i}", real=True)
     failed: set[str] = set()
+    problems: list[tuple[ir.Node, str]] = []
     for node_id in elaborated.order:
         node = elaborated.nodes[node_id]
         if any(d in failed for d in node.deps):
@@ -118,12 +120,17 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink) -> Lowered:
         problem = _problem(value)
         if problem is not None:
             failed.add(node_id)
-            _report(node, problem, out, sink)
+            problems.append((node, problem))
             continue
         out.values[node_id] = value  # type: ignore[assignment]
+    # An impossible input (zero users) explains the divisions by zero downstream: report the
+    # requirement, and the evaluation problems only when no requirement failed.
+    if _requirements(out, failed, sink):
+        return out
+    for node, problem in problems:
+        _report(node, problem, out, sink)
     if failed:
         return out
-    _requirements(out, sink)
     for check in elaborated.checks:
         out.checks.append(_outcome(check.expr, out, check.label))
     out.summary = [_eval(e, out) for e in elaborated.summary]  # type: ignore[misc]
@@ -145,8 +152,8 @@ def _problem(value: sp.Basic) -> str | None:
 
 
 def _report(node: ir.Node, problem: str, out: Lowered, sink: dx.Sink) -> None:
-    if problem == "division by zero":
-        culprit = _zero_divisor(node.expr, out)
+    culprit = _zero_divisor(node.expr, out) if problem != "overflow" else None
+    if problem == "division by zero" or culprit is not None:
         sink.add(dx.DIVISION_BY_ZERO.at(
             culprit.span if culprit is not None else node.span, "this is zero", name=node.id,
             secondary=[dx.Label(node.decl_span, "declared here")],
@@ -168,7 +175,7 @@ def _zero_divisor(expr: ir.Expr, out: Lowered) -> ir.Expr | None:
         found = _zero_divisor(arg, out)
         if found is not None:
             return found
-    if expr.op == "/" and _eval(expr.args[1], out) == 0:
+    if expr.op == "/" and _eval(expr.args[1], out).is_zero:
         return expr.args[1]
     return None
 
@@ -187,26 +194,42 @@ def _outcome(expr: ir.Expr, out: Lowered, label: str | None) -> Outcome:
     return Outcome(expr, holds, left, right, label)  # type: ignore[arg-type]
 
 
-def _requirements(out: Lowered, sink: dx.Sink) -> None:
+def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
+    """Report every failed requirement whose inputs evaluated; True if any failed."""
+    any_failed = False
     for req in out.elaborated.requirements:
+        if any(ref in failed or ref not in out.values for ref in _ir_refs(req.expr)):
+            continue
         outcome = _outcome(req.expr, out, req.message)
         if outcome.holds:
             continue
-        detail = f"`{req.expr.span.text}` does not hold"
-        if outcome.left is not None and outcome.right is not None:
-            detail += f" ({_short(outcome.left)} vs {_short(outcome.right)})"
+        any_failed = True
+        detail = f"`{' '.join(req.expr.span.text.split())}` does not hold"
+        if outcome.left is not None and outcome.right is not None and isinstance(req.expr, ir.Op):
+            dim = req.expr.args[0].dim
+            detail += f": {_show(outcome.left, dim)} vs {_show(outcome.right, dim)}"
         sink.add(dx.IMPOSSIBLE_VALUE.at(
             req.blame, "this value", message=f"{req.message or 'requirement failed'} in `{req.instance}`",
             secondary=[dx.Label(req.span, "required here")], notes=[detail],
             help="change the value so that the requirement holds",
         ))
+    return any_failed
 
 
-def _short(value: sp.Basic) -> str:
+def _ir_refs(expr: ir.Expr) -> list[str]:
+    if isinstance(expr, ir.Ref):
+        return [expr.node]
+    if isinstance(expr, ir.Op):
+        return [r for a in expr.args for r in _ir_refs(a)]
+    return []
+
+
+def _show(value: sp.Basic, dim: ir.Type) -> str:
     try:
-        return f"{float(value):.6g}"  # type: ignore[arg-type]
+        number = float(value)  # type: ignore[arg-type]
     except TypeError:
         return str(value)
+    return format_quantity(number, dim) if isinstance(dim, Dim) else str(value)
 
 
 def as_fraction(value: sp.Basic) -> Fraction | None:
