@@ -150,6 +150,7 @@ class Elaborator:
         self.instances: dict[str, Instance | None] = {}
         self.done: dict[str, Value | None] = {}
         self.stack: list[tuple[str, Span]] = []
+        self._types: dict[int, TypeInfo | None] = {}
         self._dispatch: dict[type, Callable[[Any, Instance | None], Value | None]] = {
             ast.Name: self._name, ast.Attribute: self._attribute, ast.Index: self._index,
             ast.Number: self._number, ast.Bool: self._bool, ast.Unary: self._unary,
@@ -404,8 +405,11 @@ class Elaborator:
 
     # ---- types ----------------------------------------------------------------------------
     def type_of(self, spec: FieldSpec) -> TypeInfo | None:
-        t = spec.decl.type
-        return self.resolve_type(t) if t is not None else None
+        key = id(spec.decl)
+        if key not in self._types:
+            t = spec.decl.type
+            self._types[key] = self.resolve_type(t) if t is not None else None
+        return self._types[key]
 
     def resolve_type(self, t: ast.TypeRef) -> TypeInfo | None:
         if isinstance(t, ast.BoolType):

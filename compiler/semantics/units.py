@@ -23,6 +23,7 @@ Contract
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -256,6 +257,12 @@ def parse_unit(words: Sequence[str]) -> tuple[Fraction, Dim]:
     """Multiply unit words (juxtaposition) into an exact (scale in base units, Dim)."""
     if isinstance(words, str):
         raise TypeError("parse_unit takes a sequence of words; use unit_scale for a string")
+    return _parse_words(tuple(words))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_words(words: tuple[str, ...]) -> tuple[Fraction, Dim]:
+    # Cached: a plan repeats a few dozen unit words hundreds of times.
     scale, dim = Fraction(1), DIMENSIONLESS
     for word in words:
         for name, exponent in _factors(word):
