@@ -11,10 +11,11 @@ Measures, with the wall clock, in fresh subprocesses of the running interpreter
       run from a temporary directory outside the checkout.
 
 Each command gets one untimed warm-up run first (Lark caches its LALR tables in the temp dir on
-first use; the OS file cache warms up too). The target is b/a <= 1.5: the compiler itself may
-cost at most half as much again as importing its libraries. The script also runs the compile
-once under `-X importtime` and reports whether `weasyprint` or `matplotlib` were imported on the
-compile path (they must not be: they belong to the optional PDF/plot paths).
+first use; the OS file cache warms up too), and the timed runs alternate between the two
+commands so that a change in machine load skews both alike. The target is b/a <= 1.5: the
+compiler itself may cost at most half as much again as importing its libraries. The script also
+runs the compile once under `-X importtime` and reports whether `weasyprint` or `matplotlib` were
+imported on the compile path (they must not be: they belong to the optional PDF/plot paths).
 
 Exit status: 0 whatever the verdict, unless `--strict` is given (then 1 when the target is
 missed or a heavy module is imported). A failing compile (exit code other than 0 or 1) is
@@ -43,16 +44,19 @@ def _run(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[
     return time.perf_counter() - start, proc
 
 
-def _median_seconds(name: str, cmd: list[str], cwd: Path, runs: int, ok_codes: set[int]) -> float:
-    times = []
-    for i in range(runs + 1):  # run 0 is the untimed warm-up
-        elapsed, proc = _run(cmd, cwd)
-        if proc.returncode not in ok_codes:
-            sys.stderr.write(f"{name}: exit code {proc.returncode}\n{proc.stdout}{proc.stderr}")
-            sys.exit(2)
-        if i > 0:
-            times.append(elapsed)
-    return statistics.median(times)
+def _medians(commands: dict[str, tuple[list[str], set[int]]], cwd: Path, runs: int) -> dict[str, float]:
+    """Median wall time of each command. Runs are interleaved (a, b, a, b, ...) so that a change
+    in machine load during the benchmark affects every command alike; round 0 is the warm-up."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(runs + 1):
+        for name, (cmd, ok_codes) in commands.items():
+            elapsed, proc = _run(cmd, cwd)
+            if proc.returncode not in ok_codes:
+                sys.stderr.write(f"{name}: exit code {proc.returncode}\n{proc.stdout}{proc.stderr}")
+                sys.exit(2)
+            if round_ > 0:
+                times[name].append(elapsed)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def _heavy_imports(cmd: list[str], cwd: Path) -> list[str]:
@@ -82,9 +86,9 @@ def main() -> int:
         baseline = [sys.executable, "-c", "import lark, sympy, jinja2"]
         compile_cmd = [sys.executable, "-m", "planc.cli", "compile", str(EXAMPLE), "-o", str(cwd / "out.md")]
 
-        a = _median_seconds("baseline", baseline, cwd, args.runs, {0})
-        # exit 1 means "a check failed": still a full compile, so still a valid timing.
-        b = _median_seconds("compile", compile_cmd, cwd, args.runs, {0, 1})
+        # Exit 1 from the compile means "a check failed": still a full compile, a valid timing.
+        medians = _medians({"baseline": (baseline, {0}), "compile": (compile_cmd, {0, 1})}, cwd, args.runs)
+        a, b = medians["baseline"], medians["compile"]
         heavy = _heavy_imports(compile_cmd, cwd)
 
     ratio = b / a
@@ -95,7 +99,7 @@ def main() -> int:
         ("ratio b/a", f"{ratio:.2f}  (target <= {TARGET_RATIO})  {'PASS' if passed else 'FAIL'}"),
     ]
     width = max(len(r[0]) for r in rows)
-    print(f"python {sys.version.split()[0]}, median of {args.runs} run(s) after 1 warm-up each")
+    print(f"python {sys.version.split()[0]}, median of {args.runs} interleaved run(s) after 1 warm-up each")
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
     print("heavy imports: " + (", ".join(heavy) if heavy else "none"))

@@ -26,6 +26,7 @@ from .semantics import ir
 from .semantics.units import Dim, format_quantity
 
 _FLOAT_MAX = sp.Float(1.7976931348623157e308)
+_SYMPY_ERRORS = (ValueError, TypeError, ZeroDivisionError, OverflowError, RecursionError)
 _CMP = {"<": sp.StrictLessThan, "<=": sp.LessThan, ">": sp.StrictGreaterThan,
         ">=": sp.GreaterThan, "==": sp.Eq, "!=": sp.Ne}
 _FUNCS = {"min": sp.Min, "max": sp.Max, "ceil": sp.ceiling, "floor": sp.floor,
@@ -114,10 +115,13 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink) -> Lowered:
         if any(d in failed for d in node.deps):
             failed.add(node_id)
             continue
-        local = to_sympy(node.expr, out.symbols)
-        out.local[node_id] = local  # type: ignore[assignment]
-        value = local.xreplace({out.symbols[d]: out.values[d] for d in node.deps})
-        problem = _problem(value)
+        try:
+            local = to_sympy(node.expr, out.symbols)
+            out.local[node_id] = local  # type: ignore[assignment]
+            value = local.xreplace({out.symbols[d]: out.values[d] for d in node.deps})
+            problem = _problem(value)
+        except _SYMPY_ERRORS:  # e.g. min(x, y) with an infinite argument: sympy cannot order it
+            value, problem = sp.nan, "undefined"
         if problem is not None:
             failed.add(node_id)
             problems.append((node, problem))
@@ -181,8 +185,11 @@ def _zero_divisor(expr: ir.Expr, out: Lowered) -> ir.Expr | None:
 
 
 def _eval(expr: ir.Expr, out: Lowered) -> sp.Basic:
-    local = to_sympy(expr, out.symbols)
-    return local.xreplace({s: out.values[n] for n, s in out.symbols.items() if n in out.values})
+    try:
+        local = to_sympy(expr, out.symbols)
+        return local.xreplace({s: out.values[n] for n, s in out.symbols.items() if n in out.values})
+    except _SYMPY_ERRORS:
+        return sp.nan
 
 
 def _outcome(expr: ir.Expr, out: Lowered, label: str | None) -> Outcome:

@@ -16,8 +16,10 @@
 - Problems with the input file itself (missing, a directory, not UTF-8, empty, unreadable) are
   tested at the bottom with temporary paths.
 - A case that shows a known compiler bug is listed in `KNOWN_BUGS` and marked
-  `xfail(strict=True)`: when the bug is fixed the case passes, the xfail turns into a failure,
-  and the entry must be removed (and its golden refreshed).
+  `xfail(strict=True)`; it has no golden, since its output is wrong. When the bug is fixed the
+  case passes, the xfail turns into a failure, and the entry must be removed and the golden
+  written (`PLAN_UPDATE_GOLDENS=1`). Bugs in a message, label, help or span of a case whose
+  codes and lines are right have their own xfail tests at the bottom.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ UPDATE = os.environ.get("PLAN_UPDATE_GOLDENS") == "1"
 _ANNOTATION = re.compile(r"#\s*ERROR(?P<eof>-EOF)?(?P<codes>(?:\s+[EW]\d{4})+)\s*$")
 _LOOSE_ANNOTATION = re.compile(r"#\s*ERROR")
 
-# Cases that currently fail because of a compiler bug: case -> what is wrong. Each entry marks
-# both the annotation test and the golden test of that case.
+# Cases whose codes or lines are wrong because of a compiler bug: case -> what is wrong. Each
+# entry marks both the annotation test and the golden test of that case.
 KNOWN_BUGS: dict[str, str] = {
     "names/err/unused_kind_duplicate_field.plan": (
         "a kind is elaborated only when an instance uses it, so an unused kind's duplicate "
@@ -50,22 +52,17 @@ KNOWN_BUGS: dict[str, str] = {
         "E0207 is reported only at the import that closes the cycle, inside cycle/b.plan; "
         "nothing points at the main file's import that leads into the cycle"
     ),
-    "eval/err/zero_users_deployed.plan": (
-        "with zero users a deployment's derived values divide by zero in the stdlib before "
-        "the `daily_active_users > 0 users` requirement is checked, so the user gets an error "
-        "inside <stdlib>/prelude.plan instead of E0404 on `0 users`"
-    ),
     "eval/err/self_division.plan": (
-        "`z / z` with `z = 0` is simplified symbolically to 1 before the value is substituted: "
-        "no E0405 (0/0), the plan compiles"
+        "`z / z` with `z = 0` is simplified symbolically to 1 before the value is substituted, "
+        "so the plan compiles; `requests / devices` with both zero is E0402 (zero_over_zero.plan)"
     ),
     "eval/err/sqrt_negative.plan": (
         "`sqrt` of a negative number yields an imaginary value that is accepted silently; "
         "E0405's own help names 'a negative square root'"
     ),
     "eval/err/log_zero.plan": (
-        "`log(0)` is reported as E0402 division by zero ('this is zero' under the whole call) "
-        "instead of E0405 undefined value, whose help names 'the log of zero'"
+        "`log(0)` is reported as E0402 division by zero, with 'this is zero' under the whole call "
+        "and a help about divisors, though nothing is divided; E0405's help names 'the log of zero'"
     ),
 }
 
@@ -182,15 +179,23 @@ def test_err_case_annotations(path: Path) -> None:
 @pytest.mark.parametrize("path", _params("err"))
 def test_err_case_golden(path: Path) -> None:
     compilation = _compile(path)
+    # A case whose errors are wrong (a known bug) fails here before its golden is written.
+    assert actual_errors(compilation.diagnostics, _rel(path)) == expected_errors(path)
+    assert compilation.exit_code == 2
     rendered = render_human(compilation.diagnostics)
     golden = path.with_suffix(".expected")
     if UPDATE:
         golden.write_text(rendered, encoding="utf-8")
     assert golden.is_file(), f"missing {_rel(golden)}; run with PLAN_UPDATE_GOLDENS=1"
     assert rendered == golden.read_text(encoding="utf-8")
-    # The golden must not pass while the case itself is wrong (an xfail'd case must fail here too).
-    assert actual_errors(compilation.diagnostics, _rel(path)) == expected_errors(path)
-    assert compilation.exit_code == 2
+
+
+def test_eof_inside_a_block_names_the_block() -> None:
+    """Beyond the golden: the message names the open block and a label shows where it opens."""
+    compilation = _compile(CASES / "syntax/err/missing_brace.plan")
+    (d,) = compilation.diagnostics
+    assert d.code == "E0102" and "`traffic chat_traffic`" in d.message
+    assert [(label.span.line, label.span.text) for label in d.secondary] == [(2, "traffic chat_traffic {")]
 
 
 # ---- the input file itself ----------------------------------------------------------------
@@ -259,3 +264,97 @@ def test_bom_and_crlf_are_accepted(tmp_path: Path) -> None:
     path.write_bytes(b'\xef\xbb\xbflet x = 1\r\nlet y = x + 1\r\ncheck y == 2 "crlf"\r\n')
     compilation = compile_plan(path, shown="windows.plan")
     assert compilation.diagnostics == [] and compilation.exit_code == 0
+
+
+# ---- known bad messages and spans -----------------------------------------------------------
+# Each case below compiles with the right codes on the right lines (its golden passes), but a
+# message, label, help or span in it is wrong. The test states what it should be.
+
+
+def _case_error(rel: str, code: str) -> Diagnostic:
+    compilation = _compile(CASES / rel)
+    return next(d for d in compilation.diagnostics if d.code == code)
+
+
+def _bug(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+def test_unknown_name_label() -> None:
+    d = _case_error("names/err/unknown_name.plan", "E0201")
+    assert d.primary is not None and "name of this name" not in d.primary.text
+
+
+def test_duplicate_let_help_is_valid_syntax() -> None:
+    d = _case_error("names/err/duplicate_let.plan", "E0202")
+    assert d.help is not None and "let new_name = capacity {" not in d.help
+
+
+def test_bad_base_article() -> None:
+    d = _case_error("names/err/bad_base.plan", "E0209")
+    assert d.primary is not None
+    assert "a `accelerator`" not in d.message and "a `accelerator`" not in d.primary.text
+
+
+@_bug("the hint for an ambiguous unit quotes both choices as one: did you mean `bit or B`?")
+def test_ambiguous_unit_hint_quotes_each_choice() -> None:
+    d = _case_error("units/err/ambiguous_unit.plan", "E0301")
+    assert d.help is not None and "`bit or B`" not in d.help
+
+
+@_bug("E0301 underlines every unit word of the number (`users foo`, `GB check budget`), not the "
+      "unknown one the message names")
+@pytest.mark.parametrize("rel, word", [
+    ("units/err/unknown_unit_after_known.plan", "foo"),
+    ("units/err/word_after_number.plan", "check"),
+])
+def test_unknown_unit_span_is_the_unknown_word(rel: str, word: str) -> None:
+    d = _case_error(rel, "E0301")
+    assert d.primary is not None and d.primary.span.text == word
+
+
+@_bug("a declared name after a number (`131072 B context`, a missing `*`) gets the fuzzy unit hint "
+      "`did you mean `count`?` instead of saying that `context` is a declared value")
+def test_name_after_number_hint() -> None:
+    d = _case_error("units/err/name_after_number.plan", "E0301")
+    assert d.help is not None and "`count`" not in d.help
+
+
+@_bug("for a typed `let`, E0302's `declared as `s`` label sits on the value `80 GB`, not on the "
+      "declared unit `s`")
+def test_typed_let_declared_label_points_at_the_type() -> None:
+    d = _case_error("units/err/dimension_mismatch_typed_let.plan", "E0302")
+    declared = [label for label in d.secondary if label.text.startswith("declared as")]
+    assert declared and declared[0].span.text == "s"
+
+
+@_bug("`let weights =` with the value missing: the newline after `=` is skipped and the next line's "
+      "`let` is read as a name, so the error lands on `total` in line 4 with a help about 'a word "
+      "after a number', though no number is involved")
+def test_missing_value_help() -> None:
+    d = _case_error("syntax/err/missing_value.plan", "E0101")
+    assert d.help is not None and "after a number" not in d.help
+
+
+@_bug("a stray `}` gets a 16-item list of statement keywords three times: in the message, the "
+      "label and a help that only says `write <the same list> here`")
+def test_stray_brace_help_adds_information() -> None:
+    d = _case_error("syntax/err/stray_brace.plan", "E0101")
+    expected = d.message.removeprefix("expected ").rsplit(", found ", 1)[0]
+    assert d.help is not None and expected not in d.help
+
+
+@_bug("files reached through relative imports are shown relative to the main plan's directory, "
+      "not like the main file (`shown`): compiling imports/err/import_cycle.plan reports "
+      "`cycle/b.plan:2:8`, a path that does not exist from where the user ran the compiler")
+def test_imported_file_paths_are_shown_like_the_main_file() -> None:
+    compilation = _compile(CASES / "imports/err/import_cycle.plan")
+    d = next(d for d in compilation.diagnostics if d.code == "E0207")
+    assert d.primary is not None and d.primary.span.file.path == "imports/err/cycle/b.plan"
+
+
+@_bug("E0403 on a literal advises `use a unit prefix`, which cannot help: values are stored in base "
+      "units, so `1e391 GB` overflows exactly like `1e400 B`")
+def test_overflow_help_does_not_advise_a_prefix() -> None:
+    d = _case_error("eval/err/overflow_literal.plan", "E0403")
+    assert d.help is not None and "prefix" not in d.help

@@ -292,8 +292,8 @@ class Elaborator:
             return None
         if not kind.is_a(base.kind):
             self.sink.add(dx.BAD_BASE.at(
-                decl.base_span, f"a `{base.kind.name}`", name=decl.base, kind=kind.name,
-                reason=f"it is a `{base.kind.name}`",
+                decl.base_span, f"an instance of `{base.kind.name}`", name=decl.base, kind=kind.name,
+                reason=f"it is an instance of `{base.kind.name}`",
                 secondary=[dx.Label(target.kind_span, "its kind is declared here")],
                 help=f"derive a `{kind.name}` from another `{kind.name}`",
             ))
@@ -790,7 +790,7 @@ class Elaborator:
         if what == "field":
             self.sink.add(dx.UNKNOWN_FIELD.at(span, "unknown field", owner=owner, name=name, help=help_))
         else:
-            self.sink.add(dx.UNKNOWN_NAME.at(span, f"no {what} of this name", name=name, help=help_))
+            self.sink.add(dx.UNKNOWN_NAME.at(span, f"not a declared {what}", name=name, help=help_))
 
     def _unknown_unit(self, exc: UnitError, span: Span) -> None:
         hint = f"did you mean `{exc.suggestion}`?" if exc.suggestion else "units: see docs/language.md#units"

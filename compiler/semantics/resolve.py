@@ -163,8 +163,7 @@ def _collect_names(program: Program, sink: dx.Sink) -> None:
                     sink.add(dx.DUPLICATE_NAME.at(
                         stmt.name_span, "declared again here", name=stmt.name,
                         secondary=[dx.Label(first.name_span, "first declared here")],
-                        help="rename one of them, or extend the first with `" + _kind_word(first)
-                        + f" new_name = {stmt.name} {{ ... }}`",
+                        help=_duplicate_help(first, stmt.name),
                     ))
                     continue
                 program.names[stmt.name] = stmt
@@ -173,5 +172,7 @@ def _collect_names(program: Program, sink: dx.Sink) -> None:
                     program.members.setdefault(member.name, []).append((stmt, member))
 
 
-def _kind_word(decl: Decl) -> str:
-    return decl.kind if isinstance(decl, ast.InstanceDecl) else "let"
+def _duplicate_help(first: Decl, name: str) -> str:
+    if isinstance(first, ast.InstanceDecl):
+        return f"rename one of them, or derive a variant: `{first.kind} new_name = {name} {{ ... }}`"
+    return "rename one of them"
