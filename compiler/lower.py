@@ -136,7 +136,15 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink) -> Lowered:
     if failed:
         return out
     for check in elaborated.checks:
-        out.checks.append(_outcome(check.expr, out, check.label))
+        outcome = _outcome(check.expr, out, check.label)
+        sides = [v for v in (outcome.left, outcome.right) if v is not None]
+        bad = next((p for p in map(_problem, sides) if p is not None), None)
+        if bad is None and not all(v.is_extended_real for v in sides):
+            bad = "not a real number"
+        if bad is not None:
+            sink.add(dx.NOT_A_NUMBER.at(check.expr.span, "cannot be evaluated", name=check.expr.span.text,
+                                        detail=bad, help="check the divisors and arguments in this comparison"))
+        out.checks.append(outcome)
     out.summary = [_eval(e, out) for e in elaborated.summary]  # type: ignore[misc]
     return out
 

@@ -95,3 +95,11 @@ def test_runs_as_module_from_another_directory(tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "100m_dau.md").is_file()
+
+
+def test_check_that_cannot_be_evaluated_is_a_diagnostic(tmp_path: Path) -> None:
+    # found by tests/test_fuzz.py: a comparison with an infinite side used to crash the report
+    bad = tmp_path / "bad.plan"
+    bad.write_text("check 1 / 0 > 1\n")
+    code, _, err = run("check", str(bad))
+    assert code == 2 and "error[E0405]" in err
