@@ -52,18 +52,6 @@ KNOWN_BUGS: dict[str, str] = {
         "E0207 is reported only at the import that closes the cycle, inside cycle/b.plan; "
         "nothing points at the main file's import that leads into the cycle"
     ),
-    "eval/err/self_division.plan": (
-        "`z / z` with `z = 0` is simplified symbolically to 1 before the value is substituted, "
-        "so the plan compiles; `requests / devices` with both zero is E0402 (zero_over_zero.plan)"
-    ),
-    "eval/err/sqrt_negative.plan": (
-        "`sqrt` of a negative number yields an imaginary value that is accepted silently; "
-        "E0405's own help names 'a negative square root'"
-    ),
-    "eval/err/log_zero.plan": (
-        "`log(0)` is reported as E0402 division by zero, with 'this is zero' under the whole call "
-        "and a help about divisors, though nothing is divided; E0405's help names 'the log of zero'"
-    ),
 }
 
 

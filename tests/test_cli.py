@@ -102,4 +102,4 @@ def test_check_that_cannot_be_evaluated_is_a_diagnostic(tmp_path: Path) -> None:
     bad = tmp_path / "bad.plan"
     bad.write_text("check 1 / 0 > 1\n")
     code, _, err = run("check", str(bad))
-    assert code == 2 and "error[E0405]" in err
+    assert code == 2 and "error[E0402]" in err

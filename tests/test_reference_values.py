@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from fractions import Fraction
+
 import sympy as sp
 
 from planc.pipeline import Compilation
 
 
-def values(c: Compilation) -> dict[str, sp.Expr]:
+def values(c: Compilation) -> dict[str, Fraction | float | bool]:
     assert c.ok, [d.message for d in c.diagnostics]
     assert c.lowered is not None
     return c.lowered.values
@@ -124,5 +126,6 @@ def test_full_expression_is_over_inputs_only(compile_text: Callable[[str], Compi
     full = c.lowered.full("d.memory_per_device")
     inputs = {c.lowered.symbols[n] for n, node in c.lowered.elaborated.nodes.items() if node.is_input}
     assert full.free_symbols <= inputs
-    subs = {c.lowered.symbols[n]: c.lowered.values[n] for n, node in c.lowered.elaborated.nodes.items() if node.is_input}
-    assert full.xreplace(subs) == c.lowered.values["d.memory_per_device"]
+    subs = {c.lowered.symbols[n]: sp.Rational(str(c.lowered.values[n]))
+            for n, node in c.lowered.elaborated.nodes.items() if node.is_input}
+    assert full.xreplace(subs) == sp.Rational(str(c.lowered.values["d.memory_per_device"]))

@@ -13,10 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import sympy as sp
-
 from .. import __version__
-from ..lower import Lowered, Outcome
+from fractions import Fraction
+
+from ..lower import Lowered, Outcome, Value
 from ..pipeline import Compilation
 from ..semantics import ir
 from ..semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
@@ -115,10 +115,10 @@ class _Builder:
         return self.texts[node_id]
 
     @staticmethod
-    def format(value: sp.Basic, dim: ir.Type, unit: str | None = None) -> str:
+    def format(value: Value, dim: ir.Type, unit: str | None = None) -> str:
         if not isinstance(dim, Dim):
-            return "true" if value == sp.true else "false"
-        return format_quantity(float(value), dim, unit)  # type: ignore[arg-type]
+            return "true" if value else "false"
+        return format_quantity(float(value), dim, unit)
 
     def symbol(self, ref: ir.Ref) -> str:
         node = self.nodes[ref.node]
@@ -140,11 +140,11 @@ class _Builder:
         lhs = node.symbol or latex.name(node.field)
         rhs = latex.to_latex(node.expr, self.formula_leaf)
         text = self.value_text(node_id)
-        exact = str(value) if isinstance(value, sp.Rational) else None
+        exact = str(value) if isinstance(value, Fraction) else None
         return QuantityView(
             id=node_id, name=node.field, owner=node.owner, description=node.description or "",
             section=node.section or "Other quantities", is_input=node.is_input,
-            value=float(value) if isinstance(node.dim, Dim) else float(value == sp.true),
+            value=float(value),
             exact=exact, text=text, exact_text=_exact_text(value, node.dim, text),
             dim=str(node.dim), lhs=lhs, formula=rhs,
             substituted=latex.to_latex(node.expr, self.value_leaf),
@@ -172,8 +172,8 @@ class _Builder:
         if op not in ("<", "<=", ">", ">=") or not isinstance(dim, Dim):
             return ""
         lo, hi = (outcome.left, outcome.right) if op in ("<", "<=") else (outcome.right, outcome.left)
-        slack = float(hi - lo)  # type: ignore[operator]
-        base = float(hi) if float(hi) != 0 else 1.0  # type: ignore[arg-type]
+        slack = float(hi - lo)
+        base = float(hi) if float(hi) != 0 else 1.0
         return f"{format_quantity(slack, dim)} ({format_number(100 * slack / abs(base), 3)} %)"
 
 
@@ -190,8 +190,8 @@ def _literal(lit: ir.Lit) -> str:
     return "\\text{" + latex.text(lit.text) + "}"
 
 
-def _exact_text(value: sp.Basic, dim: ir.Type, text: str) -> str | None:
-    if not isinstance(dim, Dim) or dim == DIMENSIONLESS or not isinstance(value, sp.Integer):
+def _exact_text(value: Value, dim: ir.Type, text: str) -> str | None:
+    if not isinstance(dim, Dim) or dim == DIMENSIONLESS or not isinstance(value, Fraction) or value.denominator != 1:
         return None
     exact = f"{int(value):,} {dim}"
     return None if exact == text or abs(int(value)) >= 10**15 else exact
