@@ -65,6 +65,7 @@ class Instance:
     decl: ast.InstanceDecl
     kind: Kind
     base: Instance | None
+    abstract: bool = False  # a stand-in used to check a kind that no instance uses
 
     def assignments(self) -> Iterator[tuple[Instance, ast.Field]]:
         inst: Instance | None = self
@@ -180,7 +181,55 @@ class Elaborator:
                     help="the report lists it as unanswered; `check` statements are evaluated",
                 ))
         self._requirements()
+        self._unused_kinds()
         return self.out
+
+    def _unused_kinds(self) -> None:
+        """Check the kinds of the main plan that no instance uses, as if one did.
+
+        Their inputs stand for themselves (placeholders with the declared unit), so every name,
+        unit and dimension in their formulas is checked; nothing of it reaches the report.
+        """
+        used = {inst.kind.name for inst in self.instances.values() if inst is not None}
+        checker = Elaborator(self.program, self.sink)
+        for stmt in self.program.main.statements:
+            if isinstance(stmt, ast.KindDecl) and stmt.name not in used:
+                kind = self.kind(stmt.name, stmt.name_span)
+                if kind is not None:
+                    checker.check_abstract(kind)
+
+    def check_abstract(self, kind: Kind) -> None:
+        inst = self.abstract_instance(kind)
+        for name in kind.fields:
+            self.field(inst, name, kind.decl.name_span)
+        for req in kind.requires:
+            self.expr(req.expr, inst)
+
+    def abstract_instance(self, kind: Kind) -> Instance:
+        name = f"<{kind.name}>"
+        if self.instances.get(name) is None:
+            decl = ast.InstanceDecl(kind.decl.span, kind.name, kind.decl.name_span, name,
+                                    kind.decl.name_span, None, None, ())
+            self.instances[name] = Instance(name, decl, kind, None, abstract=True)
+        inst = self.instances[name]
+        assert inst is not None
+        return inst
+
+    def _placeholder(self, inst: Instance, spec: FieldSpec, use: Span, text: str) -> Value | None:
+        """A value standing for an input an abstract instance does not set."""
+        ftype = self.type_of(spec)
+        if ftype is None:
+            return None
+        if ftype.tag == "dim":
+            assert ftype.dim is not None
+            return ir.Ref(f"{inst.name}.{spec.name}", ftype.dim, use, text)
+        if ftype.tag == "bool":
+            return ir.Ref(f"{inst.name}.{spec.name}", ir.BOOL, use, text)
+        if ftype.tag == "enum" and ftype.enum is not None and ftype.enum.members:
+            return ir.EnumValue(ftype.enum, ftype.enum.members[0])
+        if ftype.tag == "kind" and ftype.kind is not None:
+            return InstanceRef(self.abstract_instance(ftype.kind))
+        return None
 
     def _root_instance(self, decl: ast.InstanceDecl) -> None:
         inst = self.instance(decl.name)
@@ -321,6 +370,8 @@ class Elaborator:
             return MapRef(inst, name)
         node_id = f"{inst.name}.{name}"
         definition = self._definition(inst, spec)
+        if definition is None and inst.abstract:
+            return self._placeholder(inst, spec, use, text or name)
         if definition is None:
             if node_id not in self.done:
                 self.done[node_id] = None
@@ -333,7 +384,7 @@ class Elaborator:
             return None
         expr, notes, overridden = definition
         meta = _NodeMeta(owner=inst.name, field=name, spec=spec, ftype=ftype, notes=notes,
-                         overridden=overridden, decl_span=spec.decl.name_span)
+                         overridden=overridden, decl_span=spec.decl.name_span, type_span=_type_span(spec.decl.type))
         return self._node(node_id, expr, inst, meta, use, text or name)
 
     def _definition(self, inst: Instance, spec: FieldSpec) -> tuple[ast.Expr, ast.Annotations | None, bool] | None:
@@ -445,7 +496,7 @@ class Elaborator:
             return True
         ok = self._matches(value, ftype)
         if not ok:
-            declared = meta.spec.decl.name_span if meta.spec is not None else span
+            declared = meta.type_span or span
             if ftype.tag in ("dim", "map") and isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim != ir.BOOL:
                 self.sink.add(dx.DIMENSION_MISMATCH.at(
                     span, f"this is `{value.dim}`", what=f"`{meta.field}` must be in `{ftype.dim}`",
@@ -478,7 +529,7 @@ class Elaborator:
         assert isinstance(decl, ast.LetDecl)
         ftype = self.resolve_type(decl.type) if decl.type is not None else None
         meta = _NodeMeta(owner="", field=name, spec=None, ftype=ftype, notes=decl.notes,
-                         overridden=True, decl_span=decl.name_span)
+                         overridden=True, decl_span=decl.name_span, type_span=_type_span(decl.type))
         return self._node(name, decl.expr, None, meta, use, name)
 
     def _requirements(self) -> None:
@@ -590,6 +641,9 @@ class Elaborator:
         node_id = f"{inst.name}.{name}[{key.member.name}]"
         entry = next((f for _, f in inst.assignments() if len(f.target.steps) == 2
                       and f.target.steps[0].name == name and f.target.steps[1].name == key.member.name), None)
+        if entry is None and inst.abstract:
+            assert ftype.dim is not None
+            return ir.Ref(node_id, ftype.dim, e.span, e.span.text)
         if entry is None:
             if node_id not in self.done:
                 self.done[node_id] = None
@@ -600,19 +654,20 @@ class Elaborator:
                 ))
             return None
         meta = _NodeMeta(owner=inst.name, field=f"{name}[{key.member.name}]", spec=spec, ftype=ftype,
-                         notes=entry.notes, overridden=True, decl_span=spec.decl.name_span)
+                         notes=entry.notes, overridden=True, decl_span=spec.decl.name_span,
+                         type_span=_type_span(spec.decl.type))
         return self._node(node_id, entry.value, inst, meta, e.span, e.span.text)
 
     def _number(self, e: ast.Number, scope: Instance | None) -> Value | None:
         try:
             scale, dim = parse_unit(e.units)
         except UnitError as exc:
-            self._unknown_unit(exc, e.unit_span or e.span)
+            self._unknown_unit(exc, _word_span(e, exc.word))
             return None
         value = e.value * scale
         if abs(value) > FLOAT_MAX:
             self.sink.add(dx.OVERFLOW.at(e.span, "too large", name=e.text, detail="beyond ±1.8e308",
-                                         help="use a unit prefix or check the exponent"))
+                                         help="check the exponent: values are kept in base units and must stay within ±1.8e308"))
             return None
         return ir.Lit(value, dim, e.span, e.span.text)
 
@@ -793,10 +848,24 @@ class Elaborator:
             self.sink.add(dx.UNKNOWN_NAME.at(span, f"not a declared {what}", name=name, help=help_))
 
     def _unknown_unit(self, exc: UnitError, span: Span) -> None:
-        hint = f"did you mean `{exc.suggestion}`?" if exc.suggestion else "units: see docs/language.md#units"
-        if exc.factor and exc.factor[0].islower() and exc.factor.isidentifier() and not exc.suggestion:
+        word = exc.factor
+        if word in self._declared_words():
+            hint = (f"`{word}` is a declared name, but a word right after a number is read as its unit; "
+                    "write `*` between them, or start a new line if a statement ends there")
+        elif exc.suggestion:
+            hint = "did you mean " + " or ".join(f"`{s}`" for s in exc.suggestion.split(" or ")) + "?"
+        elif word and word[0].islower() and word.isidentifier():
             hint = "a word after a number is read as its unit; is a newline missing before it?"
-        self.sink.add(dx.UNKNOWN_UNIT.at(span, "not a unit", unit=exc.factor, help=hint))
+        else:
+            hint = "units: see docs/language.md, section Quantities and units"
+        self.sink.add(dx.UNKNOWN_UNIT.at(span, "not a unit", unit=word, help=hint))
+
+    def _declared_words(self) -> set[str]:
+        words = set(self.program.names) | set(self.program.members)
+        for decl in self.program.names.values():
+            if isinstance(decl, ast.KindDecl):
+                words |= {item.name for item in _kind_fields(decl.items)}
+        return words
 
 
 @dataclass(frozen=True)
@@ -808,6 +877,30 @@ class _NodeMeta:
     notes: ast.Annotations | None
     overridden: bool
     decl_span: Span
+    type_span: Span | None = None
+
+
+def _kind_fields(items: tuple[ast.KindItem, ...]) -> Iterator[ast.InputDecl | ast.DeriveDecl]:
+    for item in items:
+        if isinstance(item, ast.Section):
+            yield from _kind_fields(item.items)
+        elif isinstance(item, (ast.InputDecl, ast.DeriveDecl)):
+            yield item
+
+
+def _type_span(t: ast.TypeRef | None) -> Span | None:
+    if isinstance(t, ast.MapType):
+        return t.words_span
+    return t.span if t is not None else None
+
+
+def _word_span(e: ast.Number, word: str) -> Span:
+    """The span of one unit word of a literal (the whole literal if it cannot be found)."""
+    literal = e.span.text
+    at = literal.find(word, len(e.text))
+    if at < 0 or word == "$":
+        return e.unit_span or e.span
+    return Span(e.span.file, e.span.start + at, e.span.start + at + len(word))
 
 
 def _as_bool_expr(value: Value) -> Value:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .. import diagnostics as dx
 from ..source import LoadProblem, SourceFile, Span, read_source
@@ -65,15 +65,23 @@ class _Loader:
         self.stdlib = stdlib_root().resolve()
         self.loaded: dict[Path, ast.Module | None] = {}
         self.order: list[ast.Module] = []
-        self.stack: list[Path] = []
+        self.stack: list[tuple[Path, Span | None]] = []  # files being loaded, with the import that led there
+        self.shown_dir = PurePosixPath(".")
 
     def load(self, path: Path, shown: str, at: Span | None) -> ast.Module | None:
         real = path.resolve()
-        if real in self.stack:
-            cycle = self.stack[self.stack.index(real):] + [real]
-            names = " → ".join(self._shown(p) for p in cycle)
-            self.sink.add(dx.IMPORT_CYCLE.at(at, "this import closes the cycle", cycle=names,
-                                             help="move the shared declarations into a file both can import"))
+        paths = [p for p, _ in self.stack]
+        if real in paths:
+            start = paths.index(real)
+            names = " → ".join(self._shown(p) for p in paths[start:] + [real])
+            # The user compiles the main file: point at its import that leads into the cycle.
+            entry = self.stack[1][1] if len(self.stack) > 1 else at
+            steps = [span for _, span in self.stack[start + 1:] if span is not None] + ([at] if at else [])
+            self.sink.add(dx.IMPORT_CYCLE.at(
+                entry, "leads into an import cycle", cycle=names,
+                secondary=[dx.Label(s, "part of the cycle") for s in steps if s != entry],
+                help="move the declarations both files need into a third file that both import",
+            ))
             return None
         if real in self.loaded:
             return self.loaded[real]
@@ -88,10 +96,13 @@ class _Loader:
         assert file is not None
         module, problems = parse(file)
         self.sink.extend(problems)
+        if module is not None and not module.statements:  # only comments
+            self.sink.add(dx.FILE_EMPTY.at(at or Span(file, 0, 0), "", path=shown, help=_LOAD_HELP[LoadProblem.EMPTY]))
+            module = None
         self.loaded[real] = module
         if module is None:
             return None
-        self.stack.append(real)
+        self.stack.append((real, at))
         for stmt in module.statements:
             if isinstance(stmt, ast.Import):
                 self._import(stmt, real)
@@ -100,10 +111,12 @@ class _Loader:
         return module
 
     def _shown(self, real: Path) -> str:
+        """How a file is named in messages: stdlib files as `<stdlib>/...`, the plan's own files
+        relative to where the main file was named from (as the user typed it)."""
         if real.is_relative_to(self.stdlib):
             return "<stdlib>/" + real.relative_to(self.stdlib).as_posix()
         if real.is_relative_to(self.root):
-            return real.relative_to(self.root).as_posix()
+            return (self.shown_dir / real.relative_to(self.root).as_posix()).as_posix()
         return real.as_posix()
 
     def _import(self, stmt: ast.Import, importer: Path) -> None:
@@ -145,6 +158,7 @@ def load_program(path: Path, sink: dx.Sink, shown: str | None = None) -> Program
     prelude = stdlib / f"{PRELUDE}.plan"
     if path.resolve() != prelude:
         loader.load(prelude, f"<stdlib>/{PRELUDE}.plan", None)
+    loader.shown_dir = PurePosixPath(shown or str(path)).parent
     main = loader.load(path, shown or str(path), None)
     if main is None:
         return None

@@ -26,7 +26,8 @@ from .builder import build
 _OPEN = {"LPAR", "LSQB"}
 _CLOSE = {"RPAR", "RSQB"}
 _BINARY = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "DOT", "_ARROW", "_DOTDOT"}
-_JOINS_NEXT = _BINARY | {"EQUAL", "COMMA", "COLON", "LBRACE", "IF", "THEN", "ELSE", "NOT"} | _OPEN
+# (Not `=`: a value missing at the end of a line is a clearer error than a continuation.)
+_JOINS_NEXT = _BINARY | {"COMMA", "COLON", "LBRACE", "IF", "THEN", "ELSE", "NOT"} | _OPEN
 
 # Words for the terminals a user can be told to write.
 _WORDS = {
@@ -41,6 +42,8 @@ _WORDS = {
     "MUL_OP": "`*` or `/`",
 }
 _EXPRESSION_START = {"NAME", "NUMBER", "MONEY", "LPAR", "MINUS", "NOT", "IF", "TRUE", "FALSE"}
+_STATEMENT_START = {"ASK", "CHECK", "COMPARE", "ENUM", "IMPORT", "KIND", "LET", "SCENARIO", "SCOPE", "SEARCH",
+                    "SOLVE", "SUMMARY", "SWEEP", "TITLE"}
 _OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "DOT", "LSQB", "UNIT"}
 
 
@@ -155,6 +158,9 @@ def _terminal_word(name: str) -> str:
 def _expected_words(names: set[str] | frozenset[str]) -> str:
     names = set(names) - {"COMMENT"}
     words: list[str] = []
+    if len(names & _STATEMENT_START) >= 5:
+        names -= _STATEMENT_START | {"NAME"}
+        words.append("a statement")
     if len(names & _EXPRESSION_START) >= 3:
         names -= _EXPRESSION_START
         words.append("an expression")
@@ -184,9 +190,11 @@ def _help_for(token: Token, expected: str, file: SourceFile) -> str:
         return "a word after a number is read as its unit; is a newline missing before it?"
     if token.type == "_NL":
         return "the statement is incomplete; continue it or remove the dangling part"
+    if token.type == "RBRACE":
+        return "this `}` closes no open block: remove it, or look for a missing `{` above"
     if "newline" in expected:
         return "put each statement on its own line (or separate them with `;`)"
-    return f"write {expected} here"
+    return "see docs/language.md for the statement forms"
 
 
 def _open_blocks(file: SourceFile, upto: int) -> list[tuple[str, Span]]:
