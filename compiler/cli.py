@@ -54,12 +54,13 @@ def _diagnostics(compilation: object, fmt: str) -> None:
               help="where to write the report (default: FILE's name with the format's suffix, in the current directory; `-` for stdout)")
 @click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
               help="report format")
-@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
-              show_default=True, help="how to print problems")
-def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str) -> None:
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
+              help="how to print problems  [default: json with --format json, else human]")
+def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None) -> None:
     """Compile FILE into a design document."""
     from .pipeline import compile_plan
 
+    diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     result = compile_plan(plan_file)
     _diagnostics(result, diag_fmt)
     if not result.ok:
@@ -81,8 +82,8 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str) -> No
 
 @main.command()
 @click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
-@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
-              show_default=True, help="how to print problems")
+@click.option("--diagnostics", "--format", "diag_fmt", type=click.Choice(["human", "short", "json"]),
+              default="human", show_default=True, help="how to print problems")
 def check(plan_file: Path, diag_fmt: str) -> None:
     """Check FILE: exit 0 if every check passes, 1 if one fails, 2 if the plan is invalid."""
     from .pipeline import compile_plan

@@ -103,3 +103,12 @@ def test_check_that_cannot_be_evaluated_is_a_diagnostic(tmp_path: Path) -> None:
     bad.write_text("check 1 / 0 > 1\n")
     code, _, err = run("check", str(bad))
     assert code == 2 and "error[E0402]" in err
+
+
+def test_json_report_format_prints_json_diagnostics(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n")
+    code, _, err = run("compile", str(bad), "--format", "json")
+    assert code == 2 and json.loads(err)["diagnostics"][0]["code"] == "E0302"
+    code, _, err = run("check", str(bad), "--format", "short")
+    assert code == 2 and err.startswith(f"{bad}:1:")
