@@ -96,7 +96,7 @@ def check(plan_file: Path, diag_fmt: str) -> None:
 
     for c in build_document(result).checks:
         verdict = "pass" if c.holds else "FAIL"
-        detail = f": {c.left} vs {c.right}" + (f", margin {c.margin}" if c.margin else "")
+        detail = (f": {c.left} vs {c.right}" if c.left else "") + (f", margin {c.margin}" if c.margin else "")
         click.echo(f"{verdict}  {c.label}{detail}  ({c.location})")
     sys.exit(result.exit_code)
 

@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Union
 
 from . import diagnostics as dx
+from .builtins import BUILTINS, sympy_function
 from .semantics import ir
 from .semantics.units import Dim, format_quantity
 from .source import Span
@@ -124,6 +125,7 @@ def to_sympy(expr: ir.Expr, symbols: dict[str, Any]) -> Any:
         "min": lambda: sp.Min(*a), "max": lambda: sp.Max(*a), "ceil": lambda: sp.ceiling(a[0]),
         "floor": lambda: sp.floor(a[0]), "sqrt": lambda: sp.sqrt(a[0]), "log": lambda: sp.log(a[0]),
         "exp": lambda: sp.exp(a[0]), "abs": lambda: sp.Abs(a[0]),
+        "erlang_c": lambda: sympy_function("erlang_c")(*a),
     }
     return table[expr.op]()
 
@@ -179,7 +181,7 @@ def _apply(expr: ir.Op, a: list[Any]) -> Value:
         return abs(a[0])  # type: ignore[no-any-return]
     if op == "^":
         return _power(expr, a[0], a[1])
-    return _transcendental(expr, a[0])
+    return _transcendental(expr, *a)
 
 
 def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
@@ -198,8 +200,13 @@ def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
         raise EvalError(expr.span, "overflow", str(exc)) from None
 
 
-def _transcendental(expr: ir.Op, x: Number) -> Number:
+def _transcendental(expr: ir.Op, x: Number, *rest: Number) -> Number:
     op = expr.op
+    if op in BUILTINS:
+        try:
+            return BUILTINS[op](float(x), *(float(r) for r in rest))
+        except ValueError as exc:
+            raise EvalError(expr.span, "not a real number", str(exc)) from None
     if op == "sqrt":
         if x < 0:
             raise EvalError(expr.args[0].span, "not a real number", "the square root of a negative number")

@@ -18,7 +18,8 @@ _PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4,
 _ATOM = 10
 _INFIX = {"+": " + ", "-": " - ", "*": " \\cdot ", "<": " < ", "<=": " \\le ", ">": " > ",
           ">=": " \\ge ", "==": " = ", "!=": " \\ne ", "and": " \\land ", "or": " \\lor "}
-_FUNC = {"min": "\\min", "max": "\\max", "sqrt": "\\sqrt", "log": "\\ln", "exp": "\\exp", "abs": ""}
+_FUNC = {"min": "\\min", "max": "\\max", "sqrt": "\\sqrt", "log": "\\ln", "exp": "\\exp", "abs": "",
+         "erlang_c": "\\operatorname{ErlangC}"}
 _TEXT_ESCAPES = {"\\": "\\backslash{}", "{": "\\{", "}": "\\}", "$": "\\$", "%": "\\%", "#": "\\#",
                  "&": "\\&", "_": "\\_", "^": "\\hat{}", "~": "\\sim{}"}
 
@@ -46,6 +47,8 @@ class _Printer:
         if isinstance(expr, (ir.Lit, ir.Ref)):
             return self.leaf(expr), _ATOM
         op, args = expr.op, expr.args
+        if op not in _FUNC and op not in _PREC and op not in ("ceil", "floor", "if"):
+            raise NotImplementedError(f"no LaTeX form for `{op}`")  # a new IR op must be added here
         if op in _FUNC:
             return self._func(op, args), _ATOM
         if op in ("ceil", "floor"):

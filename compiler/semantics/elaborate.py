@@ -118,6 +118,7 @@ class TypeInfo:
 
 
 BUILTINS: dict[str, tuple[int, int]] = {
+    "erlang_c": (2, 2),
     "min": (2, 99), "max": (2, 99), "ceil": (1, 1), "floor": (1, 1),
     "sqrt": (1, 1), "log": (1, 1), "exp": (1, 1), "abs": (1, 1),
 }
@@ -241,10 +242,12 @@ class Elaborator:
 
     def _summary(self, stmt: ast.SummaryStmt) -> None:
         for item in stmt.items:
-            value = self.expr(item, None)
-            if value is not None and self._need_number(value, item.span):
-                assert isinstance(value, (ir.Lit, ir.Ref, ir.Op))
+            value = _as_bool_expr(self.expr(item, None))
+            if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
                 self.out.summary.append(value)
+            elif value is not None:
+                self.sink.add(dx.WRONG_TYPE.at(item.span, "not a quantity", expected="a quantity or a verdict",
+                                               found=describe(value), help="summarise numbers or comparisons"))
 
     def _check(self, stmt: ast.CheckStmt) -> None:
         value = self.expr(stmt.expr, None)
@@ -547,10 +550,18 @@ class Elaborator:
                         ir.Requirement(inst.name, value, req.message, req.span, self._blame(inst, value)))
 
     def _blame(self, inst: Instance, value: ir.Expr) -> Span:
-        for ref in _refs(value):
+        """The user's assignment a failed requirement is most likely about: the first input
+        the plan set, following derived quantities down to their inputs."""
+        queue, seen = list(_refs(value)), set()
+        while queue:
+            ref = queue.pop(0)
             node = self.out.nodes.get(ref)
-            if node is not None and node.overridden and node.is_input:
+            if node is None or ref in seen:
+                continue
+            seen.add(ref)
+            if node.overridden and node.is_input:
                 return node.span
+            queue.extend(node.deps)
         return inst.decl.name_span
 
     # ---- expressions ----------------------------------------------------------------------
@@ -792,11 +803,13 @@ class Elaborator:
                         secondary=[dx.Label(e.args[0].span, f"this is `{first}`")], help=_unit_help(first, a.dim)))
                     return None
             return ir.Op(e.func, tuple(args), first, e.span)
-        if e.func in ("log", "exp") and first != DIMENSIONLESS:
-            self.sink.add(dx.DIMENSION_MISMATCH.at(
-                e.args[0].span, f"this is `{first}`", what=f"`{e.func}` needs a plain number",
-                left="a plain number", right=f"`{first}`", help="divide by a reference quantity first"))
-            return None
+        plain = ("log", "exp", "erlang_c")
+        for arg, node in zip(args, e.args):
+            if e.func in plain and arg.dim != DIMENSIONLESS:
+                self.sink.add(dx.DIMENSION_MISMATCH.at(
+                    node.span, f"this is `{arg.dim}`", what=f"`{e.func}` needs plain numbers",
+                    left="a plain number", right=f"`{arg.dim}`", help="divide by a reference quantity first"))
+                return None
         dim = first ** Fraction(1, 2) if e.func == "sqrt" else first
         return ir.Op(e.func, tuple(args), dim, e.span)
 
@@ -903,7 +916,7 @@ def _word_span(e: ast.Number, word: str) -> Span:
     return Span(e.span.file, e.span.start + at, e.span.start + at + len(word))
 
 
-def _as_bool_expr(value: Value) -> Value:
+def _as_bool_expr(value: Value | None) -> Value | None:
     if isinstance(value, ir.StaticBool):
         return ir.Lit(Fraction(int(value.value)), ir.BOOL, value.span, str(value.value).lower())
     return value

@@ -1,0 +1,64 @@
+"""Named builtins whose numerics need Python: exact semantics, documented numerics.
+
+Contract: each builtin is a pure function of plain numbers, used by the evaluator (`lower.py`)
+and, through `sympy_function(name)`, by the symbolic form. Arguments out of the domain raise
+`ValueError` with a message the evaluator turns into a diagnostic.
+
+- `erlang_c(servers, load)`: the probability that an arrival waits in an M/M/c queue with `c =
+  servers` and offered load `a = load = λ/μ` (Erlang C). Computed through the Erlang B
+  recursion B(0) = 1, B(k) = a·B(k−1) / (k + a·B(k−1)), then C = B / (1 − ρ·(1 − B)) with
+  ρ = a/c; stable for thousands of servers (no factorials). Non-integer `servers` are rounded
+  down. When `load >= servers` the queue is unstable and every arrival waits: C = 1.
+  Check value: c = 4, a = 3 → 0.5094 (physics.md §7.6).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+MAX_SERVERS = 10_000_000
+
+
+def erlang_c(servers: float, load: float) -> float:
+    if not math.isfinite(servers) or servers < 1:
+        raise ValueError("erlang_c needs at least one server")
+    if not math.isfinite(load) or load < 0:
+        raise ValueError("erlang_c needs a non-negative offered load")
+    c = int(servers)
+    if c > MAX_SERVERS:
+        raise ValueError(f"erlang_c supports at most {MAX_SERVERS:,} servers")
+    if load >= c:
+        return 1.0
+    if load == 0:
+        return 0.0
+    b = 1.0
+    for k in range(1, c + 1):
+        b = load * b / (k + load * b)
+    rho = load / c
+    return b / (1 - rho * (1 - b))
+
+
+BUILTINS = {"erlang_c": erlang_c}
+ARITY = {"erlang_c": 2}
+
+
+@functools.cache
+def sympy_function(name: str) -> Any:
+    """A sympy Function that evaluates the builtin when all its arguments are numbers."""
+    import sympy as sp
+
+    impl = BUILTINS[name]
+
+    class _Builtin(sp.Function):  # type: ignore[misc]
+        nargs = ARITY[name]
+
+        @classmethod
+        def eval(cls, *args: Any) -> Any:
+            if all(a.is_number for a in args):
+                return sp.Float(impl(*(float(a) for a in args)))
+            return None
+
+    _Builtin.__name__ = name
+    return _Builtin

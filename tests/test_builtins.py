@@ -1,0 +1,46 @@
+"""Builtins with Python numerics, checked against published and closed-form values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planc.builtins import erlang_c, sympy_function
+
+
+def erlang_c_factorial(c: int, a: float) -> float:
+    """The textbook formula (physics.md §7.6), fine for small c."""
+    top = a**c / math.factorial(c) * c / (c - a)
+    return top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
+
+
+def test_published_value() -> None:
+    # physics.md §7.6: c = 4, μ = 1/s, λ = 3/s → C = 0.509
+    assert erlang_c(4, 3) == pytest.approx(0.5094, abs=1e-4)
+
+
+@given(st.integers(1, 60), st.floats(0.01, 0.99))
+def test_matches_the_textbook_formula(c: int, rho: float) -> None:
+    assert erlang_c(c, rho * c) == pytest.approx(erlang_c_factorial(c, rho * c), rel=1e-9)
+
+
+def test_large_fleets_are_stable_and_monotone() -> None:
+    values = [erlang_c(5000, rho * 5000) for rho in (0.5, 0.9, 0.99, 0.999)]
+    assert all(0 <= v <= 1 for v in values)
+    assert values == sorted(values)
+
+
+def test_unstable_queue_always_waits_and_domain_errors() -> None:
+    assert erlang_c(4, 4) == 1.0 and erlang_c(4, 0) == 0.0
+    with pytest.raises(ValueError):
+        erlang_c(0, 1)
+    with pytest.raises(ValueError):
+        erlang_c(4, -1)
+
+
+def test_sympy_form_evaluates_numerically() -> None:
+    f = sympy_function("erlang_c")
+    assert float(f(4, 3)) == pytest.approx(erlang_c(4, 3))
