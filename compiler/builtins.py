@@ -5,9 +5,10 @@ and, through `sympy_function(name)`, by the symbolic form. Arguments out of the 
 `ValueError` with a message the evaluator turns into a diagnostic.
 
 - `erlang_c(servers, load)`: the probability that an arrival waits in an M/M/c queue with `c =
-  servers` and offered load `a = load = λ/μ` (Erlang C). Computed through the Erlang B
-  recursion B(0) = 1, B(k) = a·B(k−1) / (k + a·B(k−1)), then C = B / (1 − ρ·(1 − B)) with
-  ρ = a/c; stable for thousands of servers (no factorials). Non-integer `servers` are rounded
+  servers` and offered load `a = load = λ/μ` (Erlang C): C = B / (1 − ρ·(1 − B)) with Erlang B
+  = P(N = c)/P(N ≤ c), N ~ Poisson(a) (the same as the recursion B(k) = a·B(k−1)/(k + a·B(k−1))), with
+  ρ = a/c; stable for thousands of servers (no factorials; the Poisson form of Erlang B summed in
+  log space, see `_erlang_b`). Non-integer `servers` are rounded
   down. When `load >= servers` the queue is unstable and every arrival waits: C = 1.
   Check value: c = 4, a = 3 → 0.5094 (physics.md §7.6).
 """
@@ -33,11 +34,23 @@ def erlang_c(servers: float, load: float) -> float:
         return 1.0
     if load == 0:
         return 0.0
-    b = 1.0
-    for k in range(1, c + 1):
-        b = load * b / (k + load * b)
     rho = load / c
+    b = _erlang_b(c, load)
     return b / (1 - rho * (1 - b))
+
+
+def _erlang_b(c: int, a: float) -> float:
+    """Erlang B = P(N = c) / P(N ≤ c) for N ~ Poisson(a), summed in log space over the terms that
+    matter: within 10 standard deviations of the mean (each term beyond is below e^-50 of the
+    largest), so a fleet of thousands of servers costs a few hundred terms, not thousands."""
+    width = 10 * math.sqrt(a) + 10
+    low, high = max(0, int(a - width)), min(c, int(a + width) + 1)
+    if high < c:  # P(N ≤ c) ≈ 1 and the c-th term is far in the tail
+        return math.exp(c * math.log(a) - a - math.lgamma(c + 1))
+    logs = [k * math.log(a) - a - math.lgamma(k + 1) for k in range(low, c + 1)]
+    top = max(logs)
+    total = sum(math.exp(v - top) for v in logs)
+    return math.exp(logs[-1] - top) / total
 
 
 BUILTINS = {"erlang_c": erlang_c}

@@ -101,5 +101,50 @@ def check(plan_file: Path, diag_fmt: str) -> None:
     sys.exit(result.exit_code)
 
 
+@main.command("import-hf")
+@click.argument("config_file", metavar="CONFIG.json", type=click.Path())
+@click.option("--name", required=True, metavar="NAME",
+              help="name of the model instance, a plan name such as `llama_3_1_8b`")
+@click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True),
+              help="where to write the plan (default: NAME.plan in the current directory; `-` for stdout)")
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]),
+              default="human", show_default=True, help="how to print problems")
+def import_hf(config_file: str, name: str, output: Path | None, diag_fmt: str) -> None:
+    """Import a local Hugging Face CONFIG.json as a model instance (`decoder` or `mla_decoder`).
+
+    Reads only the named file, never the network. Every field of the instance cites the config
+    field it came from. Exit 0 when the plan was written, 2 (and nothing written) on problems.
+    """
+    from .hf_import import import_config, is_url, name_problem
+
+    if is_url(config_file):
+        raise click.BadParameter(
+            f"`{config_file}` is a URL; `plan import-hf` reads a local file and never the network "
+            "(download config.json first, e.g. `huggingface-cli download REPO config.json`)",
+            param_hint="CONFIG.json")
+    problem = name_problem(name)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="--name")
+    target = output if output is not None else Path(f"{name}.plan")
+    to_stdout = str(target) == "-"
+    result = import_config(Path(config_file), name, shown=config_file,
+                           plan_shown=f"{name}.plan" if to_stdout else str(target))
+    if any(d.code == "E0202" for d in result.diagnostics):  # the generated plan redeclares a stdlib name
+        raise click.BadParameter(f"`{name}` is already declared by the stdlib prelude; choose another name",
+                                 param_hint="--name")
+    _diagnostics(result, diag_fmt)
+    if not result.ok or result.text is None:
+        sys.exit(2)
+    if to_stdout:
+        click.echo(result.text, nl=False)
+        return
+    try:
+        target.write_text(result.text, encoding="utf-8")
+    except OSError as exc:
+        click.echo(f"plan: cannot write {target}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+    click.echo(f"wrote {target} ({result.kind} {name}, model_type {result.model_type})", err=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

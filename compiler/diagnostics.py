@@ -149,5 +149,15 @@ NOT_A_NUMBER = Code("E0405", "undefined value", "`{name}` has no defined value (
 # Questions
 UNSUPPORTED_QUESTION = Code("W0501", "question not yet supported", "`{keyword}` questions are not answered yet", W)
 CHECK_NOT_COMPARISON = Code("E0502", "check is not a comparison", "a `check` needs a comparison, found {found}")
+QUESTION_INVALID = Code("E0503", "question cannot be evaluated", "{message}")
+UNDERDETERMINED = Code("E0504", "under-determined question", "`{name}` is not determined by this question")
+INFEASIBLE = Code("W0505", "infeasible question", "no value of `{unknown}` satisfies the constraint: {detail}", W)
+
+# Importing Hugging Face config.json files (`plan import-hf`)
+HF_NOT_JSON = Code("E0601", "config is not valid JSON", "`{path}` is not valid JSON: {detail}")
+HF_MISSING_FIELD = Code("E0602", "missing config field", "`{path}` gives no value for `{field}`: {needed}")
+HF_CONTRADICTION = Code("E0603", "contradictory config fields", "contradictory fields: {detail}")
+HF_UNSUPPORTED = Code("E0604", "unsupported architecture", "unsupported architecture: {what}")
+HF_BAD_VALUE = Code("E0605", "bad config value", "`{field}` must be {expected}, found {found}")
 
 CODES: dict[str, Code] = {c.code: c for c in list(globals().values()) if isinstance(c, Code)}

@@ -1,4 +1,4 @@
-"""The pipeline in one screen: parse → resolve → elaborate → lower → (questions) → report.
+"""The pipeline in one screen: parse → resolve → elaborate → lower → solve → report.
 
 Contract: `compile_plan(path)` never raises for a bad plan; it returns a `Compilation` whose
 `diagnostics` say what is wrong. `lowered` is set only when there are no errors, and only then
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import diagnostics as dx
 from .lower import Lowered, lower
@@ -22,6 +23,8 @@ class Compilation:
     path: str
     diagnostics: list[dx.Diagnostic] = field(default_factory=list)
     lowered: Lowered | None = None
+    answers: list[Any] = field(default_factory=list)  # solve.Answer
+    sensitivities: list[Any] = field(default_factory=list)  # solve.Sensitivity
 
     @property
     def ok(self) -> bool:
@@ -32,10 +35,14 @@ class Compilation:
         return sum(not c.holds for c in self.lowered.checks) if self.lowered else 0
 
     @property
+    def infeasible(self) -> int:
+        return sum(1 for a in self.answers if getattr(a, "infeasible", None))
+
+    @property
     def exit_code(self) -> int:
         if not self.ok:
             return 2
-        return 1 if self.failed_checks else 0
+        return 1 if self.failed_checks or self.infeasible else 0
 
 
 def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
@@ -47,6 +54,10 @@ def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
         elaborated = elaborate(program, sink)
         if not sink.has_errors:
             lowered = lower(elaborated, sink)
+            if not sink.has_errors and (elaborated.questions or elaborated.summary):
+                from .solve import answer  # numpy and sympy load only for plans with questions
+
+                result.answers, result.sensitivities = answer(program, lowered, sink)
             if not sink.has_errors:
                 result.lowered = lowered
     result.diagnostics = sink.sorted()

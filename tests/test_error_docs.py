@@ -6,7 +6,9 @@ A page is `# <CODE>: <title>`, a paragraph, then `## Example`, `## What the comp
 block under `## Fix` (on any page) must compile without errors (warnings allowed). The ```text
 block under `## What the compiler says` must be exactly what the compiler prints for the
 example — for the file-level codes (E0001-E0005) the situation the page describes is recreated
-here. `PLAN_UPDATE_GOLDENS=1` rewrites those output blocks in place, like the golden cases.
+here. For the `plan import-hf` codes (E06xx) the example is a ```json block, imported as
+`config.json`; a ```json block under `## Fix` must import, and the plan it gives must compile.
+`PLAN_UPDATE_GOLDENS=1` rewrites those output blocks in place, like the golden cases.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from planc.diagnostics import CODES
+from planc.hf_import import Imported, import_config
 from planc.pipeline import Compilation, compile_plan
 from planc.render_diagnostics import render_human
 
@@ -107,11 +110,22 @@ def compile_example(tmp: Path, plan: str) -> Compilation:
     return compile_plan(path, shown="example.plan")
 
 
-def compile_page(code: str, text: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Compilation | None:
+def import_example(tmp: Path, config: str) -> Imported:
+    path = tmp / "config.json"
+    path.write_text(config, encoding="utf-8")
+    return import_config(path, "example", shown="config.json", plan_shown="example.plan")
+
+
+def compile_page(
+    code: str, text: str, tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> Compilation | Imported | None:
     """Compile what the page's example shows; None when the page has nothing to compile."""
     example = first_block(text, "## Example", "plan")
     if example is not None:
         return compile_example(tmp, example.group("body"))
+    config = first_block(text, "## Example", "json")
+    if config is not None:
+        return import_example(tmp, config.group("body"))
     if code in SITUATIONS:
         path = SITUATIONS[code](tmp)
         if code == "E0005":
@@ -187,6 +201,11 @@ def test_page_fix_compiles(code: str, tmp_path: Path) -> None:
     _, fix = section(text, "## Fix")
     assert fix.strip(), "`## Fix` is empty"
     block = first_block(text, "## Fix", "plan")
+    config = first_block(text, "## Fix", "json")
+    if block is None and config is not None:
+        imported = import_example(tmp_path, config.group("body"))
+        assert imported.ok, render_human(imported.diagnostics)
+        return
     if block is None:
         assert code in SITUATIONS, "only the file-level codes may have a fix without a plan"
         return

@@ -75,9 +75,27 @@ class SummaryView:
 
 @dataclass(frozen=True)
 class QuestionView:
+    """A question and its answer, formatted: an `ask`, or a table (scenario, compare, sweep, search)."""
+
     keyword: str
+    title: str
     text: str
     location: str
+    result: str = ""  # the headline answer
+    binding: str = ""  # the constraint that binds
+    limits: tuple[tuple[str, str], ...] = ()  # (constraint, how far it lets the unknown go)
+    method: str = ""
+    steps: tuple[tuple[str, str], ...] = ()  # (words, LaTeX)
+    infeasible: str = ""
+    headers: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SensitivityView:
+    target: str
+    entries: tuple[tuple[str, str], ...]  # (input, elasticity)
 
 
 @dataclass
@@ -91,6 +109,7 @@ class DocumentView:
     sections: list[SectionView] = field(default_factory=list)
     checks: list[CheckView] = field(default_factory=list)
     questions: list[QuestionView] = field(default_factory=list)
+    sensitivities: list[SensitivityView] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -220,12 +239,71 @@ def build_document(compilation: Compilation) -> DocumentView:
         SummaryView(expr.span.text, b.format(value, expr.dim, _unit_of(expr, el)), location(expr.span))
         for expr, value in zip(el.summary, lowered.summary)
     ]
-    doc.questions = [
-        QuestionView(type(q).__name__.removesuffix("Stmt").lower(), " ".join(q.span.text.split()), location(q.span))
-        for q in el.questions
+    answered = {id(a.stmt): a for a in compilation.answers}
+    doc.questions = [_question(q, answered.get(id(q)), b) for q in el.questions]
+    doc.sensitivities = [
+        SensitivityView(s.target, tuple((n, f"{e:+.3g}") for n, e in s.entries[:8])) for s in compilation.sensitivities
     ]
     doc.warnings = [d.message for d in compilation.diagnostics if not d.is_error]
     return doc
+
+
+def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
+    from ..solve import AskAnswer, TableAnswer
+
+    keyword = type(q).__name__.removesuffix("Stmt").lower()
+    title = getattr(q, "title", "") or keyword
+    base = dict(keyword=keyword, title=title, text=" ".join(q.span.text.split()), location=location(q.span))
+    if isinstance(ans, AskAnswer):
+        return _ask_view(base, ans, b)
+    if isinstance(ans, TableAnswer):
+        headers = (ans.kind if ans.kind != "search" else "configuration",) + tuple(c[0] for c in ans.columns)
+        rows = tuple((label, *(_cell(v, c) for v, c in zip(values, ans.columns))) for label, values in ans.rows)
+        return QuestionView(**base, headers=headers, rows=rows, notes=tuple(ans.notes),
+                            result=rows[0][0] if ans.kind == "search" and ans.best is not None else "")
+    return QuestionView(**base, result="not answered (see the diagnostics)")
+
+
+def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
+    def fmt(v: Any) -> str:
+        return b.format(Fraction(v) if isinstance(v, int) else v, ans.unknown_dim) if v is not None else "unbounded"
+
+    if ans.infeasible:
+        return QuestionView(**base, result="infeasible", infeasible=ans.infeasible)
+    result = f"{ans.unknown} = {fmt(ans.value)}"
+    if ans.objective_value is not None:
+        result += f", giving {ans.stmt.target.dotted} = {_any(b, ans.objective_value)}"
+    limits = tuple((" ".join(lim.constraint.span.text.split()), fmt(lim.value)) for lim in ans.limits)
+    binding = " ".join(ans.binding.constraint.span.text.split()) if ans.binding is not None else ""
+    method = (f"bracketed on [{_short(ans.bracket[0])}, {_short(ans.bracket[1])}]"
+              f"{' over whole numbers' if ans.integer else ''}: {ans.monotone_checked} points checked for monotonicity "
+              f"on a vectorised grid, {ans.iterations} exact evaluations to the boundary") if ans.bracket else ""
+    steps = tuple(ans.steps)
+    if ans.closed_value is not None:
+        method += f"; closed form {_short(ans.closed_value)} on the active piece"
+    return QuestionView(**base, result=result, binding=binding, limits=limits, method=method, steps=steps)
+
+
+def _any(b: _Builder, v: Any) -> str:
+    return format_number(float(v)) if not isinstance(v, bool) else str(v).lower()
+
+
+def _short(x: float) -> str:
+    return format_number(float(x))
+
+
+def _cell(value: Any, column: tuple[str, Any, str | None]) -> str:
+    _, dim, unit = column
+    if value is None:
+        return "—"
+    if dim == "text":
+        return str(value) or "—"
+    if not isinstance(dim, Dim):
+        return "pass" if value else "FAIL"
+    try:
+        return format_quantity(float(value), dim, unit)
+    except (TypeError, ValueError, OverflowError):
+        return "—"
 
 
 def _unit_of(expr: ir.Expr, el: ir.Elaborated) -> str | None:
@@ -246,5 +324,6 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "quantities": [asdict(q) for q in doc.assumptions] + [asdict(q) for s in doc.sections for q in s.quantities],
         "checks": [asdict(c) for c in doc.checks],
         "questions": [asdict(q) for q in doc.questions],
+        "sensitivities": [asdict(x) for x in doc.sensitivities],
         "warnings": doc.warnings,
     }

@@ -144,9 +144,13 @@ def describe(value: Value) -> str:
 
 
 class Elaborator:
-    def __init__(self, program: Program, sink: dx.Sink) -> None:
+    def __init__(self, program: Program, sink: dx.Sink,
+                 overrides: dict[tuple[str, str], ast.Expr] | None = None) -> None:
         self.program = program
         self.sink = sink
+        # (instance, field) -> expression: a question's `given`, a scenario, a sweep point.
+        # An override replaces the field's definition everywhere, like an assignment would.
+        self.overrides = overrides or {}
         self.out = ir.Elaborated()
         self.kinds: dict[str, Kind | None] = {}
         self.instances: dict[str, Instance | None] = {}
@@ -175,12 +179,7 @@ class Elaborator:
                 self._summary(stmt)
             elif isinstance(stmt, (ast.SolveStmt, ast.AskStmt, ast.ScenarioStmt, ast.CompareStmt,
                                    ast.SweepStmt, ast.SearchStmt)):
-                self.out.questions.append(stmt)
-                keyword = type(stmt).__name__.removesuffix("Stmt").lower()
-                self.sink.add(dx.UNSUPPORTED_QUESTION.at(
-                    stmt.span, "parsed, not answered", keyword=keyword,
-                    help="the report lists it as unanswered; `check` statements are evaluated",
-                ))
+                self.out.questions.append(stmt)  # answered by the solve stage
         self._requirements()
         self._unused_kinds()
         return self.out
@@ -391,6 +390,9 @@ class Elaborator:
         return self._node(node_id, expr, inst, meta, use, text or name)
 
     def _definition(self, inst: Instance, spec: FieldSpec) -> tuple[ast.Expr, ast.Annotations | None, bool] | None:
+        override = self.overrides.get((inst.name, spec.name))
+        if override is not None:
+            return override, None, True
         for _owner, f in inst.assignments():
             if len(f.target.steps) == 1 and f.target.steps[0].name == spec.name:
                 return f.value, f.notes, True
@@ -652,6 +654,9 @@ class Elaborator:
         node_id = f"{inst.name}.{name}[{key.member.name}]"
         entry = next((f for _, f in inst.assignments() if len(f.target.steps) == 2
                       and f.target.steps[0].name == name and f.target.steps[1].name == key.member.name), None)
+        override = self.overrides.get((inst.name, f"{name}[{key.member.name}]"))
+        if override is not None:
+            entry = ast.Field(override.span, ast.Path(override.span, ()), override, ast.Annotations(override.span))
         if entry is None and inst.abstract:
             assert ftype.dim is not None
             return ir.Ref(node_id, ftype.dim, e.span, e.span.text)
@@ -942,5 +947,6 @@ def _unit_help(want: Dim | str, got: Dim | str) -> str:
     return "make both sides the same kind of quantity"
 
 
-def elaborate(program: Program, sink: dx.Sink) -> ir.Elaborated:
-    return Elaborator(program, sink).run()
+def elaborate(program: Program, sink: dx.Sink,
+              overrides: dict[tuple[str, str], ast.Expr] | None = None) -> ir.Elaborated:
+    return Elaborator(program, sink, overrides).run()

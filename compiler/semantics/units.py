@@ -138,14 +138,15 @@ class Dim:
     def is_dimensionless(self) -> bool:
         return not any(self.exponents)
 
+    # The algebra is memoised: a plan combines a few dozen dimensions thousands of times.
     def __mul__(self, other: Dim) -> Dim:
-        return Dim(tuple(a + b for a, b in zip(self.exponents, other.exponents, strict=True)))
+        return _combine(self, other, 1)
 
     def __truediv__(self, other: Dim) -> Dim:
-        return Dim(tuple(a - b for a, b in zip(self.exponents, other.exponents, strict=True)))
+        return _combine(self, other, -1)
 
     def __pow__(self, power: int | Fraction) -> Dim:
-        return Dim(tuple(a * Fraction(power) for a in self.exponents))
+        return _power(self, Fraction(power))
 
     def __str__(self) -> str:
         if self.is_dimensionless:
@@ -165,6 +166,16 @@ class Dim:
             return "a plain number"
         kind = DIM_KINDS.get(self)
         return f"{kind} ({self})" if kind else str(self)
+
+
+@functools.lru_cache(maxsize=8192)
+def _combine(a: Dim, b: Dim, sign: int) -> Dim:
+    return Dim(tuple(x + sign * y for x, y in zip(a.exponents, b.exponents, strict=True)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _power(a: Dim, power: Fraction) -> Dim:
+    return Dim(tuple(x * power for x in a.exponents))
 
 
 def _fraction_text(value: Fraction) -> str:

@@ -343,7 +343,8 @@ class AskStmt:
     span: Span
     title: str
     objective: str | None  # maximize / minimize / None for an equation
-    target: Path
+    target: Path  # the unknown; or, with `over`, the quantity to optimise
+    over: Path | None  # the unknown when the objective is a derived quantity
     constraints: tuple[Expr, ...]
     equation: tuple[Expr, Expr] | None
     given: tuple[Assignment, ...]

@@ -179,14 +179,17 @@ class _Builder(Transformer[Token, Any]):
         kind, args = body
         span = self._span(meta)
         if kind == "optimize":
-            objective, target, constraints, given = args
-            return ast.AskStmt(span, _unquote(title), objective, target, constraints, None, given)
+            objective, target, over, constraints, given = args
+            return ast.AskStmt(span, _unquote(title), objective, target, over, constraints, None, given)
         left, right, target, given = args
-        return ast.AskStmt(span, _unquote(title), None, target, (), (left, right), given)
+        return ast.AskStmt(span, _unquote(title), None, target, None, (), (left, right), given)
 
     def optimize(self, meta: LarkMeta, children: list[Any]) -> tuple[str, tuple[Any, ...]]:
-        objective, target, constraints, *given = children
-        return "optimize", (objective, target, constraints, given[0] if given else ())
+        objective, target, over, constraints, *given = children
+        return "optimize", (objective, target, over, constraints, given[0] if given else ())
+
+    def over(self, meta: LarkMeta, children: list[Any]) -> ast.Path:
+        return children[0]  # type: ignore[no-any-return]
 
     def solve_eq(self, meta: LarkMeta, children: list[Any]) -> tuple[str, tuple[Any, ...]]:
         left, right, target, *given = children

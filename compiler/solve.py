@@ -1,0 +1,851 @@
+"""Solve: answer the plan's questions — ask (optimise one unknown under constraints), solve an
+equation for an unknown, scenarios, comparisons, sweeps, searches — and the sensitivities of
+the headline numbers.
+
+Contract
+- `answer(program, lowered, sink) -> list[Answer]` runs after lowering. Every answer is a typed
+  record the report formats; nothing here formats text for people except the algebra (LaTeX).
+- A question's `given`, a scenario's assignments and a sweep's points are *overrides*: they
+  replace a field's definition, as an assignment in the plan would. Numeric overrides of
+  quantities re-evaluate the graph (exactly for single points, vectorised with numpy for many);
+  overrides of enum or instance fields (weights = fp8) re-elaborate the plan.
+- `ask ... maximize x subject to c1, c2 given ...`: each constraint is solved on its own for the
+  largest (or smallest) feasible x by bracketed bisection on the exact evaluator — integers for
+  counted quantities, so the answer respects every `ceil`, block size and `max` in the physics —
+  after checking monotonicity on the bracket; the smallest limit binds and the others are
+  reported beside it. The closed form is then derived with sympy on the active piece (ceilings
+  relaxed, each `max`/`min`/`if` replaced by the branch active at the answer), isolated for x,
+  shown step by step, and checked against the numeric answer.
+- Infeasible (even the smallest x violates a constraint) and under-determined (the constraints do
+  not involve x, or nothing bounds it) are different diagnostics; an infeasible question makes
+  `plan check` exit 1 like a failed check.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from . import diagnostics as dx
+from .lower import EvalError, Lowered, evaluate, lower
+from .semantics import ir
+from .semantics.elaborate import Elaborator, Instance, InstanceRef, elaborate
+from .semantics.resolve import Program
+from .semantics.units import COUNTING_BASES, DIMENSIONLESS, Dim
+from .syntax import ast
+
+MAX_DOUBLINGS = 80
+MAX_SEARCH = 1_000_000
+
+
+# ---- answers ------------------------------------------------------------------------------
+
+
+@dataclass
+class Limit:
+    """How far one constraint lets the unknown go."""
+
+    constraint: ir.Expr
+    value: Fraction | float | None  # None: this constraint does not bound the unknown
+    at_limit: tuple[Any, Any] | None = None  # both sides of the constraint at the limit
+
+
+@dataclass
+class AskAnswer:
+    stmt: ast.AskStmt
+    unknown: str
+    unknown_dim: Dim
+    integer: bool
+    value: Fraction | float | None = None
+    limits: list[Limit] = field(default_factory=list)
+    binding: Limit | None = None
+    bracket: tuple[float, float] | None = None
+    iterations: int = 0
+    monotone_checked: int = 0
+    closed_form: str | None = None  # LaTeX of the isolated unknown
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (words, LaTeX)
+    closed_value: float | None = None
+    objective: str | None = None
+    objective_value: Any = None
+    infeasible: str | None = None
+
+
+@dataclass
+class TableAnswer:
+    """Scenarios, comparisons, sweeps and searches: rows of values over the plan's variants."""
+
+    stmt: ast.Question
+    kind: str
+    title: str
+    columns: list[tuple[str, ir.Type, str | None]]  # label, dimension, display unit
+    rows: list[tuple[str, list[Any]]]  # row label, values (None: not evaluable)
+    notes: list[str] = field(default_factory=list)
+    best: int | None = None
+    pareto: list[int] = field(default_factory=list)
+    evaluated: int = 0
+
+
+@dataclass
+class Sensitivity:
+    target: str
+    dim: ir.Type
+    entries: list[tuple[str, float]]  # input node, elasticity d ln y / d ln x
+
+
+Answer = AskAnswer | TableAnswer
+
+
+# ---- the stage ----------------------------------------------------------------------------
+
+
+def answer(program: Program, lowered: Lowered, sink: dx.Sink) -> tuple[list[Answer], list[Sensitivity]]:
+    solver = _Solver(program, lowered, sink)
+    answers: list[Answer] = []
+    for q in lowered.elaborated.questions:
+        result = solver.question(q)
+        if result is not None:
+            answers.append(result)
+    return answers, solver.sensitivities()
+
+
+class _Solver:
+    def __init__(self, program: Program, lowered: Lowered, sink: dx.Sink) -> None:
+        self.program = program
+        self.base = lowered
+        self.sink = sink
+        self.nodes = lowered.elaborated.nodes
+
+    # ---- dispatch -------------------------------------------------------------------------
+    def question(self, q: ast.Question) -> Answer | None:
+        if isinstance(q, ast.AskStmt):
+            return self.ask(q)
+        if isinstance(q, ast.ScenarioStmt):
+            return self.scenario(q)
+        if isinstance(q, ast.CompareStmt):
+            return self.table(q, q.subject, [q.domain], "compare", None)
+        if isinstance(q, ast.SweepStmt):
+            return self.table(q, q.subject, list(q.domains), "sweep", q.plot)
+        if isinstance(q, ast.SearchStmt):
+            return self.search(q)
+        self.sink.add(dx.UNSUPPORTED_QUESTION.at(
+            q.span, "parsed, not answered", keyword="solve",
+            help="write it as `ask \"...\": minimize <quantity> subject to <constraints> over <input>`"))
+        return None
+
+    # ---- paths and variants ---------------------------------------------------------------
+    def target(self, path: ast.Path, subject: ast.Path | None = None) -> tuple[str, str] | None:
+        """(instance, field) named by a path, relative to a subject instance if given."""
+        steps = list(path.steps)
+        if subject is not None:
+            steps = list(subject.steps) + steps
+        names = [s.name if not s.indexed else f"[{s.name}]" for s in steps]
+        if len(steps) < 2 or not isinstance(self.program.names.get(steps[0].name), ast.InstanceDecl):
+            self.sink.add(dx.UNKNOWN_NAME.at(path.span, "not an instance's field", name=path.dotted,
+                                             help="name a field of an instance, like `chat.batch`"))
+            return None
+        field_name = names[1] + "".join(names[2:])
+        return steps[0].name, field_name
+
+    def variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
+        """The plan with some definitions replaced, re-elaborated and evaluated."""
+        sink = dx.Sink()
+        elaborated = elaborate(self.program, sink, overrides)
+        lowered = lower(elaborated, sink) if not sink.has_errors else None
+        if lowered is None or sink.has_errors:
+            first = next(d for d in sink.items if d.is_error)
+            self.sink.add(dx.QUESTION_INVALID.at(span, "this variant is not a valid plan", message=first.message,
+                                                 help="check the values this question sets"))
+            return None
+        return lowered
+
+    def expr_in(self, e: ast.Expr, lowered: Lowered) -> ir.Expr | None:
+        """Elaborate a question's expression against a (variant) plan."""
+        elab = Elaborator(self.program, self.sink)
+        elab.out = lowered.elaborated
+        elab.done = {n: node.dim for n, node in lowered.elaborated.nodes.items()}  # type: ignore[misc]
+        value = elab.expr(e, None)
+        if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
+            return value
+        if value is not None:
+            self.sink.add(dx.WRONG_TYPE.at(e.span, "not a quantity", expected="a quantity or a comparison",
+                                           found=type(value).__name__, help="name a quantity of the plan"))
+        return None
+
+    # ---- ask ------------------------------------------------------------------------------
+    def ask(self, q: ast.AskStmt) -> AskAnswer | None:
+        unknown_t = self.target(q.target)
+        given = {}
+        for g in q.given:
+            t = self.target(g.target)
+            if t is None:
+                return None
+            given[t] = g.value
+        if unknown_t is None:
+            return None
+        lowered = self.variant(given, q.span) if given else self.base
+        if lowered is None:
+            return None
+        unknown = f"{unknown_t[0]}.{unknown_t[1]}"
+        objective: ir.Expr | None = None
+        if q.over is not None:
+            over_t = self.target(q.over)
+            if over_t is None:
+                return None
+            objective = self.expr_in(_path_expr(q.target), lowered)
+            unknown = f"{over_t[0]}.{over_t[1]}"
+        node = lowered.elaborated.nodes.get(unknown)
+        if node is None or not isinstance(node.dim, Dim):
+            self.sink.add(dx.UNDERDETERMINED.at(
+                (q.over or q.target).span, "not a quantity of this plan", name=unknown,
+                help="the unknown must be a numeric field the plan uses, like `chat.batch`"))
+            return None
+        if q.equation is not None:
+            return self.solve_equation(q, lowered, unknown, node)
+        constraints = [c for c in (self.expr_in(c, lowered) for c in q.constraints) if c is not None]
+        if len(constraints) != len(q.constraints):
+            return None
+        return self.optimize(q, lowered, unknown, node, constraints, objective)
+
+    def optimize(self, q: ast.AskStmt, lowered: Lowered, unknown: str, node: ir.Node,
+                 constraints: list[ir.Expr], objective: ir.Expr | None) -> AskAnswer | None:
+        integer = _is_integer(node, lowered.values[unknown])
+        maximize = q.objective == "maximize"
+        direction_up = maximize if objective is None else None
+        ans = AskAnswer(q, unknown, node.dim, integer)  # type: ignore[arg-type]
+        probe = _Probe(lowered, unknown, integer)
+        for c in constraints:
+            if not _depends(lowered, c, unknown):
+                self.sink.add(dx.UNDERDETERMINED.at(
+                    _span(c), f"does not involve `{unknown}`", name=unknown,
+                    help="each constraint must depend on the unknown; check the quantity you named"))
+                return None
+        lo = probe.lowest()
+        failing = [c for c in constraints if not probe.holds(c, lo)]
+        if failing and (direction_up is not False):
+            return self._infeasible(ans, probe, failing[0], lo)
+        ups = [] if direction_up is False else [probe.limit_up(c, lo) for c in constraints]
+        ans.limits = ups
+        bounded = [lim for lim in ups if lim.value is not None]
+        if objective is None and maximize and not bounded:
+            self.sink.add(dx.UNDERDETERMINED.at(
+                q.span, "nothing bounds it", name=unknown,
+                help="add a constraint that grows with the unknown (memory, latency)"))
+            return None
+        if objective is None and not maximize:
+            ans.value, ans.binding = lo, None
+            ans.limits = [Limit(c, lo, probe.sides(c, lo)) for c in constraints]
+        elif bounded:
+            ans.binding = min(bounded, key=lambda lim: lim.value)  # type: ignore[arg-type, return-value]
+            ans.value = ans.binding.value
+        ans.iterations, ans.monotone_checked = probe.iterations, probe.samples
+        ans.bracket = (float(lo), float(probe.high_seen))
+        if objective is not None:
+            self._best_objective(ans, probe, objective, lo, maximize)
+        if ans.binding is not None and ans.value is not None:
+            self._closed_form(ans, lowered, ans.binding.constraint, unknown)
+        return ans
+
+    def _best_objective(self, ans: AskAnswer, probe: _Probe, objective: ir.Expr, lo: Any, maximize: bool) -> None:
+        """Scan the feasible range of the unknown (vectorised), confirm the best point exactly."""
+        import numpy as np
+
+        from .vector import evaluate as vec_eval
+        from .vector import evaluate_many, needed
+
+        hi = ans.value if ans.value is not None else probe.high_seen
+        points = _candidates(lo, hi, ans.integer)
+        values = evaluate_many(probe.el, probe.lowered.values, {probe.unknown: np.array([float(p) for p in points])},
+                               needed(probe.el, [objective]) | {probe.unknown})
+        scores = np.broadcast_to(np.asarray(vec_eval(objective, values), dtype=float), (len(points),))
+        sign = -1.0 if maximize else 1.0
+        order = sorted(range(len(points)), key=lambda i: (sign * scores[i], float(points[i])))
+        for i in order:
+            exact = probe.value(objective, points[i])
+            if exact is not None:
+                ans.objective_value, ans.value = exact, points[i]
+                ans.objective = "maximize" if maximize else "minimize"
+                return
+
+    def _infeasible(self, ans: AskAnswer, probe: _Probe, constraint: ir.Expr, lo: Any) -> AskAnswer:
+        from .semantics.units import format_quantity
+
+        left, right = probe.sides(constraint, lo)
+        side_dim = constraint.args[0].dim if isinstance(constraint, ir.Op) and constraint.args else DIMENSIONLESS
+
+        def show(v: Any, dim: Any) -> str:
+            return format_quantity(float(v), dim) if v is not None and isinstance(dim, Dim) else str(v)
+
+        ans.infeasible = _span(constraint).text
+        ans.limits = [Limit(constraint, None, (left, right))]
+        ans.value = None
+        levers = sorted(n for n in _inputs_of(probe.el, _refs(constraint)[0]) if n != ans.unknown)[:6] if _refs(constraint) else []
+        self.sink.add(dx.INFEASIBLE.at(
+            _span(constraint), "violated even at the smallest value", unknown=ans.unknown,
+            detail=f"even `{ans.unknown}` = {show(lo, ans.unknown_dim)} gives {show(left, side_dim)} against {show(right, side_dim)}",
+            help="loosen the constraint, or change an input it depends on"
+                 + (": " + ", ".join(f"`{n}`" for n in levers) if levers else ""),
+        ))
+        return ans
+
+    def solve_equation(self, q: ast.AskStmt, lowered: Lowered, unknown: str, node: ir.Node) -> AskAnswer | None:
+        assert q.equation is not None
+        left, right = (self.expr_in(e, lowered) for e in q.equation)
+        if left is None or right is None:
+            return None
+        ans = AskAnswer(q, unknown, node.dim, False)  # type: ignore[arg-type]
+        probe = _Probe(lowered, unknown, False)
+        diff = ir.Op("-", (left, right), left.dim, _span(left))
+        if not _depends(lowered, diff, unknown):
+            self.sink.add(dx.UNDERDETERMINED.at(q.span, "the equation does not involve it", name=unknown,
+                                                help="solve for an input the two sides depend on"))
+            return None
+        root = probe.root(diff)
+        if root is None:
+            self.sink.add(dx.INFEASIBLE.at(q.span, "no solution", unknown=unknown,
+                                           detail="the two sides never cross for positive values",
+                                           help="check that the equation can hold"))
+            ans.infeasible = "no crossing"
+            return ans
+        ans.value = root
+        ans.iterations, ans.monotone_checked = probe.iterations, probe.samples
+        ans.bracket = probe.bracket
+        eq = ir.Op("==", (left, right), ir.BOOL, q.span)
+        ans.binding = None
+        ans.limits = [Limit(eq, root, probe.sides(eq, root))]
+        self._closed_form(ans, lowered, eq, unknown)
+        return ans
+
+    def _closed_form(self, ans: AskAnswer, lowered: Lowered, constraint: ir.Expr, unknown: str) -> None:
+        """Derive the answer in closed form on the active piece and check it."""
+        from . import algebra
+
+        result = algebra.isolate(lowered, constraint, unknown, ans.value)
+        if result is None:
+            return
+        ans.steps, ans.closed_form, ans.closed_value = result
+
+    # ---- scenarios, comparisons, sweeps ---------------------------------------------------
+    def headline(self, lowered: Lowered) -> list[tuple[str, ir.Type, str | None, Any]]:
+        el = lowered.elaborated
+        rows = []
+        for expr, value in zip(el.summary, lowered.summary):
+            unit = el.nodes[expr.node].unit if isinstance(expr, ir.Ref) else None
+            rows.append((" ".join(_span(expr).text.split()), expr.dim, unit, value))
+        for check, outcome in zip(el.checks, lowered.checks):
+            rows.append((check.label or " ".join(check.span.text.split()), ir.BOOL, None, outcome.holds))
+        return rows
+
+    def scenario(self, q: ast.ScenarioStmt) -> TableAnswer | None:
+        overrides = {}
+        for a in q.assignments:
+            t = self.target(a.target)
+            if t is None:
+                return None
+            overrides[t] = a.value
+        variant = self.variant(overrides, q.span)
+        if variant is None:
+            return None
+        base, new = self.headline(self.base), self.headline(variant)
+        columns = [(label, dim, unit) for label, dim, unit, _ in base]
+        table = TableAnswer(q, "scenario", q.title, columns,
+                            [("baseline", [v for *_, v in base]), (q.title, [v for *_, v in new])])
+        for (label, dim, _, before), (*_, after) in zip(base, new):
+            if dim == ir.BOOL and before != after:
+                table.notes.append(f"`{label}` {'now fails' if before else 'now passes'}")
+        table.evaluated = 1
+        return table
+
+    def points(self, domain: ast.Domain, lowered: Lowered) -> list[ast.Expr] | None:
+        if domain.values is not None:
+            return list(domain.values)
+        assert domain.low is not None and domain.high is not None
+        lo_v, hi_v = (self.expr_in(e, lowered) for e in (domain.low, domain.high))
+        if lo_v is None or hi_v is None:
+            return None
+        lo, hi = evaluate(lo_v, lowered.values), evaluate(hi_v, lowered.values)
+        values = _range_points(float(lo), float(hi), domain.step or "linear")
+        return [_number_like(domain.low, v, lo_v.dim) for v in values]
+
+    def table(self, q: ast.Question, subject: ast.Path, domains: list[ast.Domain], kind: str,
+              plot: ast.Plot | None) -> TableAnswer | None:
+        targets, axes = [], []
+        for d in domains:
+            t = self.target(d.target, subject)
+            pts = self.points(d, self.base)
+            if t is None or pts is None:
+                return None
+            targets.append(t)
+            axes.append(pts)
+        columns_exprs = self._columns(subject, plot)
+        if columns_exprs is None:
+            return None
+        title = " × ".join(f"{t[1]}" for t in targets)
+        table = TableAnswer(q, kind, title, [], [])
+        for combo in itertools.product(*axes):
+            overrides = dict(zip(targets, combo))
+            variant = self.variant(overrides, q.span)
+            label = ", ".join(_label(e) for e in combo)
+            if variant is None:
+                table.rows.append((label, [None] * max(len(table.columns), 1)))
+                continue
+            cols = self._evaluate_columns(columns_exprs, variant)
+            if not table.columns:
+                table.columns = [(c[0], c[1], c[2]) for c in cols]
+            table.rows.append((label, [c[3] for c in cols]))
+            table.evaluated += 1
+        return table
+
+    def _columns(self, subject: ast.Path, plot: ast.Plot | None) -> list[ast.Expr] | None:
+        if plot is None or not plot.axes:
+            return []  # the plan's summary and checks
+        return [_path_expr(ast.Path(p.span, subject.steps + p.steps)) for p in plot.axes]
+
+    def _evaluate_columns(self, exprs: list[ast.Expr], lowered: Lowered) -> list[tuple[str, ir.Type, str | None, Any]]:
+        if not exprs:
+            return self.headline(lowered)
+        out = []
+        for e in exprs:
+            value = self.expr_in(e, lowered)
+            if value is None:
+                continue
+            unit = lowered.elaborated.nodes[value.node].unit if isinstance(value, ir.Ref) else None
+            try:
+                v = evaluate(value, lowered.values)
+            except EvalError:
+                v = None
+            out.append((" ".join(e.span.text.split()), value.dim, unit, v))
+        return out
+
+    # ---- search ---------------------------------------------------------------------------
+    def search(self, q: ast.SearchStmt) -> TableAnswer | None:
+        from .vector import evaluate_many
+        import numpy as np
+
+        static_axes: list[tuple[tuple[str, str], list[ast.Expr]]] = []
+        numeric_axes: list[tuple[str, list[ast.Expr]]] = []
+        for d in q.domains:
+            t = self.target(d.target, q.subject)
+            pts = self.points(d, self.base)
+            if t is None or pts is None:
+                return None
+            node_id = f"{t[0]}.{t[1]}"
+            if node_id in self.nodes and all(isinstance(p, ast.Number) or _is_neg_number(p) for p in pts):
+                numeric_axes.append((node_id, pts))
+            else:
+                static_axes.append((t, pts))
+        total = math.prod(len(p) for _, p in static_axes) * math.prod(len(p) for _, p in numeric_axes)
+        if total > MAX_SEARCH:
+            self.sink.add(dx.QUESTION_INVALID.at(q.span, "too many configurations",
+                                                 message=f"{total:,} configurations (limit {MAX_SEARCH:,})",
+                                                 help="narrow the domains or use coarser steps"))
+            return None
+        target_t = self.target(q.target, q.subject)
+        if target_t is None:
+            return None
+        objective_path = _path_expr(ast.Path(q.target.span, q.subject.steps + q.target.steps))
+        axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
+        plot_axes = q.plot.axes if q.plot is not None and q.plot.kind == "pareto" else ()
+        table = TableAnswer(q, "search", f"{q.objective} {q.target.dotted}", [], [])
+        candidates: list[tuple[str, float, list[Any], list[Any], bool]] = []
+        for static_combo in itertools.product(*(p for _, p in static_axes)):
+            overrides = {t: v for (t, _), v in zip(static_axes, static_combo)}
+            variant = self.variant(overrides, q.span) if overrides else self.base
+            if variant is None:
+                continue
+            grid = list(itertools.product(*(p for _, p in numeric_axes)))
+            fixed = {}
+            for i, (node_id, pts) in enumerate(numeric_axes):
+                values = [float(_literal_value(p, variant)) for p in pts]
+                fixed[node_id] = np.array([values[pts.index(g[i])] for g in grid], dtype=float)
+            if not fixed:
+                fixed, grid = {}, [()]
+            vals = evaluate_many(variant.elaborated, variant.values, fixed)
+            obj = self.expr_in(objective_path, variant)
+            cons = [self.expr_in(c, variant) for c in q.constraints]
+            if obj is None or any(c is None for c in cons):
+                return None
+            from .vector import evaluate as vec_eval
+
+            n = len(grid)
+            objective = np.broadcast_to(np.asarray(vec_eval(obj, vals), dtype=float), (n,))
+            feasible = np.ones(n, dtype=bool)
+            failed_by: list[str] = [""] * n
+            for c, c_ast in zip(cons, q.constraints):
+                ok = np.broadcast_to(np.asarray(vec_eval(c, vals), dtype=bool), (n,))  # type: ignore[arg-type]
+                for i in np.nonzero(feasible & ~ok)[0]:
+                    failed_by[i] = " ".join(c_ast.span.text.split())
+                feasible &= ok
+            feasible &= np.isfinite(objective)
+            extra = [np.broadcast_to(np.asarray(vec_eval(self.expr_in(_path_expr(ast.Path(p.span, q.subject.steps + p.steps)), variant), vals), dtype=float), (n,))  # type: ignore[arg-type]
+                     for p in plot_axes]
+            for i, g in enumerate(grid):
+                label = ", ".join(_label(e) for e in (*static_combo, *g))
+                candidates.append((label, float(objective[i]), [e[i] for e in extra], [failed_by[i]], bool(feasible[i])))
+            table.evaluated += n
+        feasible_c = [c for c in candidates if c[4]]
+        sign = -1 if q.objective == "maximize" else 1
+        ranked = sorted(feasible_c, key=lambda c: sign * c[1])[:10]
+        rejected = [c for c in candidates if not c[4]][:5]
+        unit = self.nodes[f"{target_t[0]}.{target_t[1]}"].unit if f"{target_t[0]}.{target_t[1]}" in self.nodes else None
+        dim = self.nodes[f"{target_t[0]}.{target_t[1]}"].dim if f"{target_t[0]}.{target_t[1]}" in self.nodes else DIMENSIONLESS
+        table.columns = [(q.target.dotted, dim, unit), ("eliminated by", "text", None)]
+        table.columns += [(p.dotted, *self._dim_of(q.subject, p)) for p in plot_axes]
+        table.rows = [(c[0], [c[1], "", *c[2]]) for c in ranked] + [(c[0], [c[1], c[3][0] or "undefined", *c[2]]) for c in rejected]
+        table.best = 0 if ranked else None
+        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; "
+                           f"{len(feasible_c):,} meet the constraints")
+        if plot_axes and len(plot_axes) == 2:
+            pts = [(c[2][0], c[2][1], c[0], c[1]) for c in feasible_c]
+            front = _pareto([(p[0], p[1]) for p in pts])
+            table.notes.append("Pareto front (" + ", ".join(p.dotted for p in plot_axes) + "): "
+                               + "; ".join(pts[i][2] for i in front[:12]))
+            table.pareto = front
+        return table
+
+    def _dim_of(self, subject: ast.Path, p: ast.Path) -> tuple[ir.Type, str | None]:
+        node = self.nodes.get(".".join(s.name for s in subject.steps + p.steps))
+        return (node.dim, node.unit) if node is not None else (DIMENSIONLESS, None)
+
+    # ---- sensitivity ----------------------------------------------------------------------
+    def sensitivities(self) -> list[Sensitivity]:
+        """Elasticities ∂ln y/∂ln x of each summary item with respect to every input it depends on."""
+        el = self.base.elaborated
+        targets = [e for e in el.summary if isinstance(e, ir.Ref) and isinstance(e.dim, Dim)]
+        if not targets:
+            return []
+        import numpy as np
+
+        from .vector import evaluate_many
+
+        inputs = sorted({n for t in targets for n in _inputs_of(el, t.node)
+                         if isinstance(el.nodes[n].dim, Dim) and float(self.base.values[n]) != 0})
+        if not inputs:
+            return []
+        h = 1e-2
+        fixed = {}
+        for j, n in enumerate(inputs):
+            col = np.full(2 * len(inputs), float(self.base.values[n]))
+            col[2 * j] *= 1 + h
+            col[2 * j + 1] *= 1 - h
+            fixed[n] = col
+        vals = evaluate_many(el, self.base.values, fixed)
+        out = []
+        for t in targets:
+            y = np.broadcast_to(np.asarray(vals[t.node], dtype=float), (2 * len(inputs),))
+            base_y = float(self.base.values[t.node])
+            entries = []
+            for j, n in enumerate(inputs):
+                if base_y == 0 or not (math.isfinite(y[2 * j]) and math.isfinite(y[2 * j + 1])):
+                    continue
+                up = math.log(abs(y[2 * j]) + 1e-300) - math.log(abs(base_y))
+                down = math.log(abs(base_y)) - math.log(abs(y[2 * j + 1]) + 1e-300)
+                if abs(up - down) > 0.5 * max(abs(up), abs(down)) + 1e-9:
+                    continue  # a step (ceil, a threshold) at this point: no meaningful elasticity
+                e = (up + down) / (math.log(1 + h) - math.log(1 - h))
+                if abs(e) > 1e-6:
+                    entries.append((n, e))
+            entries.sort(key=lambda ne: -abs(ne[1]))
+            out.append(Sensitivity(t.node, t.dim, entries))
+        return out
+
+
+# ---- exact probing of one unknown ---------------------------------------------------------
+
+
+class _Probe:
+    """Evaluates the plan exactly with one input replaced, for bisection and brackets."""
+
+    def __init__(self, lowered: Lowered, unknown: str, integer: bool) -> None:
+        self.lowered = lowered
+        self.unknown = unknown
+        self.integer = integer
+        self.iterations = 0
+        self.samples = 0
+        self.high_seen: Any = 0
+        self.bracket: tuple[float, float] | None = None
+        self.el = lowered.elaborated
+        self.downstream = _downstream(self.el, unknown)
+
+    def values_at(self, x: Any, exprs: list[ir.Expr]) -> dict[str, Any] | None:
+        """Exact values with the unknown at x — only of the nodes `exprs` read."""
+        from .vector import needed
+
+        wanted = needed(self.el, exprs) & self.downstream
+        values = dict(self.lowered.values)
+        values[self.unknown] = x
+        try:
+            for node_id in self.el.order:
+                if node_id in wanted and node_id != self.unknown:
+                    values[node_id] = evaluate(self.el.nodes[node_id].expr, values)
+        except EvalError:
+            return None
+        return values
+
+    def holds(self, c: ir.Expr, x: Any) -> bool:
+        values = self.values_at(x, [c])
+        if values is None:
+            return False
+        try:
+            return bool(evaluate(c, values))
+        except EvalError:
+            return False
+
+    def value(self, e: ir.Expr, x: Any) -> Any:
+        values = self.values_at(x, [e])
+        if values is None:
+            return None
+        try:
+            return evaluate(e, values)
+        except EvalError:
+            return None
+
+    def sides(self, c: ir.Expr, x: Any) -> tuple[Any, Any]:
+        if isinstance(c, ir.Op) and len(c.args) == 2 and c.op in ("<", "<=", ">", ">=", "=="):
+            return self.value(c.args[0], x), self.value(c.args[1], x)
+        return None, None
+
+    def lowest(self) -> Any:
+        return Fraction(1) if self.integer else Fraction(1, 10**6) * max(Fraction(self.lowered.values[self.unknown]), 1)
+
+    def holds_many(self, c: ir.Expr, xs: list[float]) -> list[bool]:
+        """The constraint at many points in one vectorised pass (float64, for bracketing)."""
+        import numpy as np
+
+        from .vector import evaluate as vec_eval
+        from .vector import evaluate_many, needed
+
+        self.samples += len(xs)
+        values = evaluate_many(self.el, self.lowered.values, {self.unknown: np.array(xs, dtype=float)},
+                               needed(self.el, [c]) | {self.unknown})
+        out = np.broadcast_to(np.asarray(vec_eval(c, values), dtype=bool), (len(xs),))
+        return [bool(v) for v in out]
+
+    def limit_up(self, c: ir.Expr, lo: Any) -> Limit:
+        """The largest x ≥ lo where c holds (c holds at lo): bracketed on a vectorised geometric grid
+        (which also checks monotonicity), narrowed on a linear grid, then exact bisection."""
+        grid = [float(lo) * 2.0**k for k in range(MAX_DOUBLINGS)]
+        ok = self.holds_many(c, grid)
+        if all(ok):
+            self.high_seen = max(self.high_seen, Fraction(grid[-1]))
+            return Limit(c, None)
+        first_bad = ok.index(False)
+        if any(ok[first_bad:]):
+            raise_nonmonotone(c)
+        low = Fraction(grid[first_bad - 1]) if first_bad else Fraction(lo)
+        high = Fraction(grid[first_bad])
+        inner = [float(low + (high - low) * k / 64) for k in range(65)]
+        ok_inner = self.holds_many(c, inner)
+        j = ok_inner.index(False) if False in ok_inner else len(inner) - 1
+        if any(ok_inner[j:]):
+            raise_nonmonotone(c)
+        good = Fraction(inner[j - 1]) if j > 0 else low
+        bad = Fraction(inner[j])
+        if self.integer:
+            good, bad = Fraction(math.floor(good)), Fraction(math.ceil(bad))
+        self.high_seen = max(self.high_seen, high)
+        while good > lo and not self.holds(c, good):  # float bracketing is approximate: step back exactly
+            good, bad = max(Fraction(lo), good - max(bad - good, Fraction(1))), good
+        while (bad - good > 1) if self.integer else (bad - good > abs(good) * Fraction(1, 10**9)):
+            mid = Fraction((good + bad) // 2) if self.integer else (good + bad) / 2
+            self.iterations += 1
+            if self.holds(c, mid):
+                good = mid
+            else:
+                bad = mid
+        return Limit(c, good, self.sides(c, good))
+
+    def root(self, diff: ir.Expr) -> float | None:
+        x0 = max(float(self.lowered.values[self.unknown]), 1e-9)
+
+        def f(x: float) -> float | None:
+            v = self.value(diff, Fraction(x))
+            return None if v is None else float(v)
+
+        f0 = f(x0)
+        if f0 is None:
+            return None
+        if f0 == 0:
+            return x0
+        lo = hi = x0
+        for _ in range(40):
+            lo, hi = lo / 2, hi * 2
+            self.iterations += 1
+            for cand in (hi, lo):
+                fc = f(cand)
+                if fc is not None and (fc > 0) != (f0 > 0):
+                    a, b = sorted((x0, cand))
+                    return self._bisect(f, a, b)
+        return None
+
+    def _bisect(self, f: Callable[[float], float | None], a: float, b: float) -> float:
+        fa = f(a)
+        self.bracket = (a, b)
+        for _ in range(200):
+            mid = (a + b) / 2
+            self.iterations += 1
+            fm = f(mid)
+            if fm is None or fa is None:
+                break
+            if (fm > 0) == (fa > 0):
+                a, fa = mid, fm
+            else:
+                b = mid
+            if b - a <= 1e-12 * max(abs(a), 1):
+                break
+        return (a + b) / 2
+
+
+class NonMonotone(Exception):
+    pass
+
+
+def raise_nonmonotone(c: ir.Expr) -> None:
+    raise NonMonotone(_span(c).text)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+
+def _span(e: ir.Expr) -> Any:
+    return e.span
+
+
+def _path_expr(path: ast.Path) -> ast.Expr:
+    expr: ast.Expr = ast.Name(path.steps[0].span, path.steps[0].name)
+    for step in path.steps[1:]:
+        expr = ast.Attribute(step.span, expr, step.name, step.span)
+    return expr
+
+
+def _is_integer(node: ir.Node, value: Any) -> bool:
+    """Counted quantities (plain counts, tokens, requests, devices) are solved over integers."""
+    dim = node.dim
+    if not isinstance(dim, Dim) or not (isinstance(value, Fraction) and value.denominator == 1):
+        return False
+    from .semantics.units import BASES
+
+    exponents = {b: dim.exponent(b) for b in BASES}
+    nonzero = {b: e for b, e in exponents.items() if e != 0}
+    return not nonzero or (len(nonzero) == 1 and next(iter(nonzero)) in COUNTING_BASES and next(iter(nonzero.values())) == 1)
+
+
+def _depends(lowered: Lowered, e: ir.Expr, unknown: str) -> bool:
+    refs = _refs(e)
+    seen: set[str] = set()
+    while refs:
+        r = refs.pop()
+        if r == unknown:
+            return True
+        if r in seen or r not in lowered.elaborated.nodes:
+            continue
+        seen.add(r)
+        refs.extend(lowered.elaborated.nodes[r].deps)
+    return False
+
+
+def _refs(e: ir.Expr) -> list[str]:
+    if isinstance(e, ir.Ref):
+        return [e.node]
+    if isinstance(e, ir.Op):
+        return [r for a in e.args for r in _refs(a)]
+    return []
+
+
+def _downstream(el: ir.Elaborated, unknown: str) -> set[str]:
+    out = {unknown}
+    for node_id in el.order:
+        if any(d in out for d in el.nodes[node_id].deps):
+            out.add(node_id)
+    return out
+
+
+def _inputs_of(el: ir.Elaborated, node_id: str) -> set[str]:
+    out, stack, seen = set(), [node_id], set()
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        node = el.nodes[n]
+        if node.is_input:
+            out.add(n)
+        stack.extend(node.deps)
+    return out
+
+
+def _candidates(lo: Any, hi: Any, integer: bool) -> list[Any]:
+    lo_f, hi_f = float(lo), float(hi)
+    if integer and hi_f - lo_f <= 400:
+        return [Fraction(x) for x in range(int(lo_f), int(hi_f) + 1)]
+    pts = {lo_f, hi_f}
+    if lo_f > 0:
+        ratio = (hi_f / lo_f) ** (1 / 64)
+        pts |= {lo_f * ratio**k for k in range(65)}
+    out = sorted({Fraction(math.floor(p)) if integer else Fraction(p) for p in pts if lo_f <= p <= hi_f})
+    return out
+
+
+def _label(e: ast.Expr) -> str:
+    if isinstance(e, ast.Number) and e.unit_span is None:
+        return e.text + ("" if not e.units else " " + " ".join(e.units))
+    return " ".join(e.span.text.split())
+
+
+def _range_points(lo: float, hi: float, step: str) -> list[float]:
+    if step == "log2":
+        out, x = [], lo
+        while x <= hi * (1 + 1e-12):
+            out.append(x)
+            x *= 2
+        return out
+    if step == "log10":
+        out, x = [], lo
+        while x <= hi * (1 + 1e-12):
+            out.append(x)
+            x *= 10
+        return out
+    n = 9
+    return [lo + (hi - lo) * k / (n - 1) for k in range(n)]
+
+
+def _number_like(template: ast.Expr, value: float, dim: Any) -> ast.Expr:
+    """A literal holding `value` in base units (written with the canonical unit of `dim`)."""
+    text = repr(float(value)) if not float(value).is_integer() else str(int(value))
+    units = () if dim == DIMENSIONLESS else (str(dim),)
+    return ast.Number(template.span, text, Fraction(text), units, None)
+
+
+def _is_neg_number(e: ast.Expr) -> bool:
+    return isinstance(e, ast.Unary) and e.op == "-" and isinstance(e.operand, ast.Number)
+
+
+def _literal_value(e: ast.Expr, lowered: Lowered) -> Any:
+    from .semantics.units import parse_unit
+
+    if isinstance(e, ast.Number):
+        scale, _ = parse_unit(e.units)
+        return e.value * scale
+    assert isinstance(e, ast.Unary) and isinstance(e.operand, ast.Number)
+    return -_literal_value(e.operand, lowered)
+
+
+def _num(v: Any) -> str:
+    try:
+        return f"{float(v):.4g}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _pareto(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats in both coordinates (both minimised)."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
+    front, best = [], math.inf
+    for i in order:
+        if points[i][1] < best:
+            front.append(i)
+            best = points[i][1]
+    return front

@@ -1,0 +1,104 @@
+"""The accelerator catalog (`stdlib/hardware/*.plan`): every number sourced, peaks dense, memory sane.
+
+One file per accelerator, one `accelerator` instance per file, named after the file
+(`a100-40gb.plan` declares `a100_40gb`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from planc import diagnostics as dx
+from planc.pipeline import Compilation, compile_plan
+from planc.semantics.resolve import load_program
+from planc.syntax import ast
+
+from .conftest import REPO
+
+HARDWARE = REPO / "stdlib" / "hardware"
+FILES = sorted(HARDWARE.glob("*.plan"))
+
+EXPECTED = {
+    "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "gh200", "b200", "gb200",
+    "l4", "l40s", "mi300x", "mi325x", "tpu-v5e", "tpu-v5p", "tpu-v6e", "gaudi3",
+}
+# NVIDIA Hopper and Blackwell parts: the FP8 tensor peak is exactly twice the BF16 one (dense).
+HOPPER_BLACKWELL = {"h100_sxm", "h100_pcie", "h200", "gh200", "b200", "gb200"}
+# Inputs whose value comes from the kind's default, sourced there.
+KIND_DEFAULTS = {"interconnect_latency"}
+
+
+def instance_name(path: Path) -> str:
+    return path.stem.replace("-", "_")
+
+
+def compiled(path: Path) -> Compilation:
+    result = compile_plan(path)
+    assert result.ok, [d.message for d in result.diagnostics]
+    return result
+
+
+def value(result: Compilation, node_id: str) -> Fraction:
+    assert result.lowered is not None
+    values = result.lowered.values
+    assert node_id in values, f"{node_id} is not evaluated (is the entry given and used by a check?)"
+    v = values[node_id]
+    assert not isinstance(v, bool)
+    return Fraction(v)
+
+
+def test_catalog_covers_exactly_the_listed_accelerators() -> None:
+    assert {p.stem for p in FILES} == EXPECTED
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_compiles_without_diagnostics_and_checks_pass(path: Path) -> None:
+    result = compiled(path)
+    assert not result.diagnostics, [d.message for d in result.diagnostics]
+    assert result.exit_code == 0, "a ridge-point check failed"
+    assert result.lowered is not None
+    assert result.lowered.checks, "every catalog entry pins its ridge points with checks"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_every_input_node_has_a_source(path: Path) -> None:
+    result = compiled(path)
+    assert result.lowered is not None
+    name = instance_name(path)
+    nodes = [n for n in result.lowered.elaborated.nodes.values() if n.owner == name and n.is_input]
+    assert nodes, f"no inputs of `{name}` found"
+    missing = [n.field for n in nodes if n.field not in KIND_DEFAULTS and not (n.source or "").strip()]
+    assert not missing, f"numbers without a source: {missing}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_every_assignment_in_the_file_has_a_source(path: Path) -> None:
+    """Also covers map entries no check reads (the elaborator builds nodes only for used entries)."""
+    program = load_program(path, dx.Sink())
+    assert program is not None
+    instances = [s for s in program.main.statements if isinstance(s, ast.InstanceDecl)]
+    assert [i.name for i in instances] == [instance_name(path)]
+    (instance,) = instances
+    assert instance.kind == "accelerator"
+    missing = [f.target.dotted for f in instance.fields if not (f.notes.source or "").strip()]
+    assert not missing, f"numbers without a source: {missing}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_memory_does_not_exceed_marketed_memory(path: Path) -> None:
+    result = compiled(path)
+    name = instance_name(path)
+    assert value(result, f"{name}.memory") <= value(result, f"{name}.marketed_memory")
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if instance_name(p) in HOPPER_BLACKWELL], ids=lambda p: p.stem)
+def test_fp8_peak_is_twice_bf16_on_hopper_and_blackwell(path: Path) -> None:
+    """A sparse figure slipped in for one of the two would break the exact 2x of the dense peaks."""
+    result = compiled(path)
+    name = instance_name(path)
+    bf16 = value(result, f"{name}.peak_flops[bf16]")
+    fp8 = value(result, f"{name}.peak_flops[fp8]")
+    assert float(fp8) == pytest.approx(2 * float(bf16), rel=0.01)
