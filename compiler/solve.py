@@ -162,6 +162,33 @@ class _Solver:
             return None
         return lowered
 
+    def with_given(self, given: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
+        """The plan with a question's `given` applied: numeric values of quantities the plan
+        already has are substituted and the graph re-evaluated exactly; anything else (an enum,
+        an instance, a field the plan does not use) re-elaborates the plan."""
+        fixed: dict[str, Any] = {}
+        for (inst, name), e in given.items():
+            node_id = f"{inst}.{name}"
+            value = self.expr_in(e, self.base) if node_id in self.nodes else None
+            if not isinstance(value, ir.Lit) or value.dim != self.nodes[node_id].dim:
+                return self.variant(given, span)
+            fixed[node_id] = value.value
+        if not fixed:
+            return self.base
+        el = self.base.elaborated
+        values = dict(self.base.values)
+        values.update(fixed)
+        changed = set(fixed)
+        try:
+            for node_id in el.order:
+                node = el.nodes[node_id]
+                if node_id not in fixed and any(d in changed for d in node.deps):
+                    values[node_id] = evaluate(node.expr, values)
+                    changed.add(node_id)
+        except EvalError:
+            return self.variant(given, span)
+        return Lowered(el, values)
+
     def expr_in(self, e: ast.Expr, lowered: Lowered) -> ir.Expr | None:
         """Elaborate a question's expression against a (variant) plan."""
         elab = Elaborator(self.program, self.sink)
@@ -186,7 +213,7 @@ class _Solver:
             given[t] = g.value
         if unknown_t is None:
             return None
-        lowered = self.variant(given, q.span) if given else self.base
+        lowered = self.with_given(given, q.span)
         if lowered is None:
             return None
         unknown = f"{unknown_t[0]}.{unknown_t[1]}"

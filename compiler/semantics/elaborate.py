@@ -67,6 +67,17 @@ class Instance:
     base: Instance | None
     abstract: bool = False  # a stand-in used to check a kind that no instance uses
 
+    def assigned(self) -> dict[str, ast.Field]:
+        """Plain field assignments, the instance's own over its base's (computed once)."""
+        cached = self.__dict__.get("_assigned")
+        if cached is None:
+            cached = {}
+            for _owner, f in self.assignments():
+                if len(f.target.steps) == 1:
+                    cached.setdefault(f.target.steps[0].name, f)
+            self.__dict__["_assigned"] = cached
+        return cached  # type: ignore[no-any-return]
+
     def assignments(self) -> Iterator[tuple[Instance, ast.Field]]:
         inst: Instance | None = self
         while inst is not None:
@@ -393,9 +404,9 @@ class Elaborator:
         override = self.overrides.get((inst.name, spec.name))
         if override is not None:
             return override, None, True
-        for _owner, f in inst.assignments():
-            if len(f.target.steps) == 1 and f.target.steps[0].name == spec.name:
-                return f.value, f.notes, True
+        f = inst.assigned().get(spec.name)
+        if f is not None:
+            return f.value, f.notes, True
         decl = spec.decl
         if isinstance(decl, ast.DeriveDecl):
             return decl.expr, decl.notes, False

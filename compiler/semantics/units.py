@@ -27,7 +27,7 @@ import functools
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from types import MappingProxyType
@@ -118,11 +118,16 @@ class Dim:
     """Exponents of each base dimension, in `BASES` order."""
 
     exponents: tuple[Fraction, ...] = _ZERO
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.exponents) != len(BASES):
             raise ValueError(f"a Dim needs {len(BASES)} exponents, got {len(self.exponents)}")
         object.__setattr__(self, "exponents", tuple(Fraction(e) for e in self.exponents))
+        object.__setattr__(self, "_hash", hash(self.exponents))  # Fraction hashing is slow; dims are hashed a lot
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def of(cls, **powers: int | Fraction) -> Dim:

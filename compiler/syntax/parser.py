@@ -21,6 +21,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from .. import diagnostics as dx
 from ..source import SourceFile, Span
 from . import ast
+from . import cache as _cache
 from .builder import build
 
 _OPEN = {"LPAR", "LSQB"}
@@ -83,11 +84,17 @@ class _Continuations:
 
 
 def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
+    cached = _cache.load(file)
+    if cached is not None:
+        return cached, []
     try:
         tree = _parser().parse(file.text)
     except UnexpectedInput as exc:
         return None, [_syntax_error(file, exc)]
-    return build(tree, file)
+    module, problems = build(tree, file)
+    if module is not None and not problems:
+        _cache.store(file, module)
+    return module, problems
 
 
 # ---- syntax errors ------------------------------------------------------------------------

@@ -1,0 +1,45 @@
+"""The parse cache returns the same AST as a fresh parse, and is ignored when it is not private."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from planc.source import SourceFile
+from planc.syntax import cache, parser
+
+TEXT = 'let a = 80 GiB "memory" source "datasheet"\ncheck a > 0 B\n'
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("PLAN_CACHE_DIR", str(directory))
+    monkeypatch.delenv("PLAN_NO_CACHE", raising=False)
+    cache._directory.cache_clear()
+    yield directory
+    cache._directory.cache_clear()
+
+
+def test_a_cached_parse_equals_a_fresh_one(cache_dir: Path) -> None:
+    first, problems = parser.parse(SourceFile("t.plan", TEXT))
+    assert first is not None and not problems
+    assert len(list(cache_dir.glob("*.ast"))) == 1
+    second, _ = parser.parse(SourceFile("t.plan", TEXT))
+    assert second is not None and second is not first
+    assert repr(second.statements) == repr(first.statements)
+
+
+def test_changed_text_misses(cache_dir: Path) -> None:
+    parser.parse(SourceFile("t.plan", TEXT))
+    assert cache.load(SourceFile("t.plan", TEXT + "\n")) is None
+
+
+def test_a_directory_others_can_write_is_not_trusted(cache_dir: Path) -> None:
+    cache_dir.mkdir(mode=0o700)
+    os.chmod(cache_dir, 0o777)
+    cache._directory.cache_clear()
+    parser.parse(SourceFile("t.plan", TEXT))
+    assert not list(cache_dir.glob("*.ast"))
