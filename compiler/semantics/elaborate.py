@@ -450,7 +450,8 @@ class Elaborator:
             id=node_id, expr=value, dim=value.dim, is_input=_is_literal(value), span=expr.span,
             decl_span=meta.decl_span, description=description, source=source,
             symbol=base_notes.symbol if base_notes else None,
-            section=meta.spec.section if meta.spec is not None else None,
+            section=(meta.spec.section or ("Inputs set from other inputs" if isinstance(meta.spec.decl, ast.InputDecl)
+                                           else None)) if meta.spec is not None else None,
             unit=meta.ftype.unit if meta.ftype is not None else None,
             owner=meta.owner, field=meta.field, overridden=meta.overridden,
             deps=tuple(dict.fromkeys(_refs(value))),
