@@ -192,8 +192,10 @@ class _Builder:
             return ""
         lo, hi = (outcome.left, outcome.right) if op in ("<", "<=") else (outcome.right, outcome.left)
         slack = float(hi - lo)
-        base = float(hi) if float(hi) != 0 else 1.0
-        return f"{format_quantity(slack, dim)} ({format_number(100 * slack / abs(base), 3)} %)"
+        limit = float(outcome.right)  # the margin is relative to the limit the check states
+        if limit == 0:
+            return format_quantity(slack, dim)
+        return f"{format_quantity(slack, dim)} ({format_number(100 * slack / abs(limit), 3)} %)"
 
 
 def _literal(lit: ir.Lit) -> str:
