@@ -118,6 +118,7 @@ class _Solver:
         self.base = lowered
         self.sink = sink
         self.nodes = lowered.elaborated.nodes
+        self._variants: dict[tuple[Any, ...], Lowered | None] = {}
 
     # ---- dispatch -------------------------------------------------------------------------
     def question(self, q: ast.Question) -> Answer | None:
@@ -151,7 +152,14 @@ class _Solver:
         return steps[0].name, field_name
 
     def variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
-        """The plan with some definitions replaced, re-elaborated and evaluated."""
+        """The plan with some definitions replaced, re-elaborated and evaluated (memoised: a
+        comparison, a search and an ask often build the same variant)."""
+        key = tuple(sorted((t, _expr_key(e)) for t, e in overrides.items()))
+        if key not in self._variants:
+            self._variants[key] = self._build_variant(overrides, span)
+        return self._variants[key]
+
+    def _build_variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
         sink = dx.Sink()
         elaborated = elaborate(self.program, sink, overrides)
         lowered = lower(elaborated, sink) if not sink.has_errors else None
@@ -814,6 +822,15 @@ def _candidates(lo: Any, hi: Any, integer: bool) -> list[Any]:
         pts |= {lo_f * ratio**k for k in range(65)}
     out = sorted({Fraction(math.floor(p)) if integer else Fraction(p) for p in pts if lo_f <= p <= hi_f})
     return out
+
+
+def _expr_key(e: ast.Expr) -> Any:
+    """What an override expression says, independent of where it is written."""
+    if isinstance(e, ast.Number):
+        return ("number", e.value, e.units)
+    if isinstance(e, ast.Name):
+        return ("name", e.id)
+    return ("text", " ".join(e.span.text.split()))
 
 
 def _label(e: ast.Expr) -> str:
