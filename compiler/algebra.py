@@ -70,7 +70,7 @@ class _Expander:
         self.unknown = unknown
         self.x = x
         self.cache: dict[str, Any] = {}
-        self.depends = _downstream(lowered.elaborated, unknown)
+        self.depends = ir.downstream(lowered.elaborated, unknown)
 
     def node(self, node_id: str) -> Any:
         if node_id == self.unknown:
@@ -84,7 +84,7 @@ class _Expander:
         return self.cache[node_id]
 
     def expr(self, e: ir.Expr) -> Any:
-        refs = _refs(e)
+        refs = ir.refs(e)
         symbols = {r: self.sp.Symbol(f"r{i}") for i, r in enumerate(refs)}
         form = to_sympy(e, symbols)
         return form.xreplace({symbols[r]: self.node(r) for r in refs})
@@ -114,17 +114,4 @@ def _active_piece(e: Any, at: dict[Any, Any]) -> Any:
     return e
 
 
-def _refs(e: ir.Expr) -> list[str]:
-    if isinstance(e, ir.Ref):
-        return [e.node]
-    if isinstance(e, ir.Op):
-        return list(dict.fromkeys(r for a in e.args for r in _refs(a)))
-    return []
 
-
-def _downstream(el: ir.Elaborated, unknown: str) -> set[str]:
-    out = {unknown}
-    for node_id in el.order:
-        if any(d in out for d in el.nodes[node_id].deps):
-            out.add(node_id)
-    return out

@@ -300,7 +300,7 @@ def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
     """Report every failed requirement whose inputs evaluated; True if any failed."""
     any_failed = False
     for req in out.elaborated.requirements:
-        if any(ref in failed or ref not in out.values for ref in _ir_refs(req.expr)):
+        if any(ref in failed or ref not in out.values for ref in ir.refs(req.expr)):
             continue
         try:
             outcome = _outcome(req.expr, out, req.message)
@@ -320,13 +320,6 @@ def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
         ))
     return any_failed
 
-
-def _ir_refs(expr: ir.Expr) -> list[str]:
-    if isinstance(expr, ir.Ref):
-        return [expr.node]
-    if isinstance(expr, ir.Op):
-        return [r for a in expr.args for r in _ir_refs(a)]
-    return []
 
 
 def _show(value: Number, dim: ir.Type) -> str:

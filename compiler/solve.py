@@ -317,7 +317,7 @@ class _Solver:
         ans.infeasible = _span(constraint).text
         ans.limits = [Limit(constraint, None, (left, right))]
         ans.value = None
-        levers = sorted(n for n in _inputs_of(probe.el, _refs(constraint)[0]) if n != ans.unknown)[:6] if _refs(constraint) else []
+        levers = sorted(n for n in _inputs_of(probe.el, ir.refs(constraint)[0]) if n != ans.unknown)[:6] if ir.refs(constraint) else []
         self.sink.add(dx.INFEASIBLE.at(
             _span(constraint), "violated even at the smallest value", unknown=ans.unknown,
             detail=f"even `{ans.unknown}` = {show(lo, ans.unknown_dim)} gives {show(left, side_dim)} against {show(right, side_dim)}",
@@ -603,7 +603,7 @@ class _Probe:
         self.high_seen: Any = 0
         self.bracket: tuple[float, float] | None = None
         self.el = lowered.elaborated
-        self.downstream = _downstream(self.el, unknown)
+        self.downstream = ir.downstream(self.el, unknown)
 
     def values_at(self, x: Any, exprs: list[ir.Expr]) -> dict[str, Any] | None:
         """Exact values with the unknown at x — only of the nodes `exprs` read."""
@@ -769,7 +769,7 @@ def _is_integer(node: ir.Node, value: Any) -> bool:
 
 
 def _depends(lowered: Lowered, e: ir.Expr, unknown: str) -> bool:
-    refs = _refs(e)
+    refs = ir.refs(e)
     seen: set[str] = set()
     while refs:
         r = refs.pop()
@@ -782,20 +782,6 @@ def _depends(lowered: Lowered, e: ir.Expr, unknown: str) -> bool:
     return False
 
 
-def _refs(e: ir.Expr) -> list[str]:
-    if isinstance(e, ir.Ref):
-        return [e.node]
-    if isinstance(e, ir.Op):
-        return [r for a in e.args for r in _refs(a)]
-    return []
-
-
-def _downstream(el: ir.Elaborated, unknown: str) -> set[str]:
-    out = {unknown}
-    for node_id in el.order:
-        if any(d in out for d in el.nodes[node_id].deps):
-            out.add(node_id)
-    return out
 
 
 def _inputs_of(el: ir.Elaborated, node_id: str) -> set[str]:

@@ -91,22 +91,7 @@ _OPS: dict[str, Callable[[list[Array]], Array]] = {
 }
 
 
+
 def needed(elaborated: ir.Elaborated, exprs: list[ir.Expr]) -> set[str]:
     """The nodes these expressions read, transitively."""
-    stack = [r for e in exprs for r in _refs(e)]
-    out: set[str] = set()
-    while stack:
-        n = stack.pop()
-        if n in out or n not in elaborated.nodes:
-            continue
-        out.add(n)
-        stack.extend(elaborated.nodes[n].deps)
-    return out
-
-
-def _refs(e: ir.Expr) -> list[str]:
-    if isinstance(e, ir.Ref):
-        return [e.node]
-    if isinstance(e, ir.Op):
-        return [r for a in e.args for r in _refs(a)]
-    return []
+    return ir.upstream(elaborated, exprs)

@@ -454,7 +454,7 @@ class Elaborator:
                                            else None)) if meta.spec is not None else None,
             unit=meta.ftype.unit if meta.ftype is not None else None,
             owner=meta.owner, field=meta.field, overridden=meta.overridden,
-            deps=tuple(dict.fromkeys(_refs(value))),
+            deps=tuple(ir.refs(value)),
         )
         self.out.nodes[node_id] = node
         self.out.order.append(node_id)
@@ -566,7 +566,7 @@ class Elaborator:
     def _blame(self, inst: Instance, value: ir.Expr) -> Span:
         """The user's assignment a failed requirement is most likely about: the first input
         the plan set, following derived quantities down to their inputs."""
-        queue, seen = list(_refs(value)), set()
+        queue, seen = ir.refs(value), set()
         while queue:
             ref = queue.pop(0)
             node = self.out.nodes.get(ref)
@@ -942,13 +942,6 @@ def _as_bool_expr(value: Value | None) -> Value | None:
 def _is_literal(value: ir.Expr) -> bool:
     return isinstance(value, ir.Lit)
 
-
-def _refs(value: ir.Expr) -> Iterator[str]:
-    if isinstance(value, ir.Ref):
-        yield value.node
-    elif isinstance(value, ir.Op):
-        for a in value.args:
-            yield from _refs(a)
 
 
 def _unit_help(want: Dim | str, got: Dim | str) -> str:

@@ -122,3 +122,41 @@ class Elaborated:
     title: str | None = None
     scope: str | None = None
     questions: list[ast.Question] = field(default_factory=list)
+
+
+# ---- graph helpers shared by lowering, solving and vector evaluation ----------------------
+
+
+def refs(expr: Expr) -> list[str]:
+    """The nodes an expression references, in order, each once."""
+    out: list[str] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Ref):
+            out.append(e.node)
+        elif isinstance(e, Op):
+            stack.extend(reversed(e.args))
+    return list(dict.fromkeys(out))
+
+
+def downstream(elaborated: Elaborated, node: str) -> set[str]:
+    """The node and every node that depends on it, transitively."""
+    out = {node}
+    for node_id in elaborated.order:
+        if any(d in out for d in elaborated.nodes[node_id].deps):
+            out.add(node_id)
+    return out
+
+
+def upstream(elaborated: Elaborated, exprs: list[Expr]) -> set[str]:
+    """The nodes these expressions read, transitively."""
+    stack = [r for e in exprs for r in refs(e)]
+    out: set[str] = set()
+    while stack:
+        n = stack.pop()
+        if n in out or n not in elaborated.nodes:
+            continue
+        out.add(n)
+        stack.extend(elaborated.nodes[n].deps)
+    return out
