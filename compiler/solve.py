@@ -457,9 +457,48 @@ class _Solver:
 
     # ---- search ---------------------------------------------------------------------------
     def search(self, q: ast.SearchStmt) -> TableAnswer | None:
-        from .vector import evaluate_many
+        """Evaluate every configuration (static choices re-elaborate the plan; numeric axes are
+        evaluated together, vectorised, on only the nodes the objective and constraints read)."""
         import numpy as np
 
+        from .vector import evaluate as vec_eval
+        from .vector import evaluate_many, needed
+
+        axes = self._search_axes(q)
+        target_t = self.target(q.target, q.subject)
+        if axes is None or target_t is None:
+            return None
+        static_axes, numeric_axes = axes
+        objective_path = _path_expr(ast.Path(q.target.span, q.subject.steps + q.target.steps))
+        plot_axes = q.plot.axes if q.plot is not None and q.plot.kind == "pareto" else ()
+        plot_paths = [_path_expr(ast.Path(p.span, q.subject.steps + p.steps)) for p in plot_axes]
+        shape = tuple(len(p) for _, p in numeric_axes)
+        blocks: list[tuple[tuple[ast.Expr, ...], Any, Any, Any, list[Any]]] = []
+        for static_combo in itertools.product(*(p for _, p in static_axes)):
+            overrides = {t: v for (t, _), v in zip(static_axes, static_combo)}
+            variant = self.variant(overrides, q.span) if overrides else self.base
+            if variant is None:
+                continue
+            exprs = [self.expr_in(e, variant) for e in (objective_path, *q.constraints, *plot_paths)]
+            if any(e is None for e in exprs):
+                return None
+            grids = np.meshgrid(*[np.array([float(_literal_value(p, variant)) for p in pts]) for _, pts in numeric_axes],
+                                indexing="ij") if numeric_axes else []
+            fixed = {node_id: g.ravel() for (node_id, _), g in zip(numeric_axes, grids)}
+            n = math.prod(shape) if numeric_axes else 1
+            vals = evaluate_many(variant.elaborated, variant.values, fixed,
+                                 needed(variant.elaborated, exprs) | set(fixed))  # type: ignore[arg-type]
+            as_array = lambda e, kind: np.broadcast_to(np.asarray(vec_eval(e, vals), dtype=kind), (n,))  # noqa: E731
+            objective = as_array(exprs[0], float)
+            failed = np.full(n, -1)
+            for k, c in enumerate(exprs[1:1 + len(q.constraints)]):
+                failed[(failed < 0) & ~as_array(c, bool)] = k
+            failed[(failed < 0) & ~np.isfinite(objective)] = len(q.constraints)
+            extras = [as_array(e, float) for e in exprs[1 + len(q.constraints):]]
+            blocks.append((static_combo, objective, failed, n, extras))
+        return self._search_table(q, target_t, static_axes, numeric_axes, shape, blocks, plot_axes)
+
+    def _search_axes(self, q: ast.SearchStmt) -> tuple[list[Any], list[Any]] | None:
         static_axes: list[tuple[tuple[str, str], list[ast.Expr]]] = []
         numeric_axes: list[tuple[str, list[ast.Expr]]] = []
         for d in q.domains:
@@ -478,67 +517,44 @@ class _Solver:
                                                  message=f"{total:,} configurations (limit {MAX_SEARCH:,})",
                                                  help="narrow the domains or use coarser steps"))
             return None
-        target_t = self.target(q.target, q.subject)
-        if target_t is None:
-            return None
-        objective_path = _path_expr(ast.Path(q.target.span, q.subject.steps + q.target.steps))
-        axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
-        plot_axes = q.plot.axes if q.plot is not None and q.plot.kind == "pareto" else ()
-        table = TableAnswer(q, "search", f"{q.objective} {q.target.dotted}", [], [])
-        candidates: list[tuple[str, float, list[Any], list[Any], bool]] = []
-        for static_combo in itertools.product(*(p for _, p in static_axes)):
-            overrides = {t: v for (t, _), v in zip(static_axes, static_combo)}
-            variant = self.variant(overrides, q.span) if overrides else self.base
-            if variant is None:
-                continue
-            grid = list(itertools.product(*(p for _, p in numeric_axes)))
-            fixed = {}
-            for i, (node_id, pts) in enumerate(numeric_axes):
-                values = [float(_literal_value(p, variant)) for p in pts]
-                fixed[node_id] = np.array([values[pts.index(g[i])] for g in grid], dtype=float)
-            if not fixed:
-                fixed, grid = {}, [()]
-            vals = evaluate_many(variant.elaborated, variant.values, fixed)
-            obj = self.expr_in(objective_path, variant)
-            cons = [self.expr_in(c, variant) for c in q.constraints]
-            if obj is None or any(c is None for c in cons):
-                return None
-            from .vector import evaluate as vec_eval
+        return static_axes, numeric_axes
 
-            n = len(grid)
-            objective = np.broadcast_to(np.asarray(vec_eval(obj, vals), dtype=float), (n,))
-            feasible = np.ones(n, dtype=bool)
-            failed_by: list[str] = [""] * n
-            for c, c_ast in zip(cons, q.constraints):
-                ok = np.broadcast_to(np.asarray(vec_eval(c, vals), dtype=bool), (n,))  # type: ignore[arg-type]
-                for i in np.nonzero(feasible & ~ok)[0]:
-                    failed_by[i] = " ".join(c_ast.span.text.split())
-                feasible &= ok
-            feasible &= np.isfinite(objective)
-            extra = [np.broadcast_to(np.asarray(vec_eval(self.expr_in(_path_expr(ast.Path(p.span, q.subject.steps + p.steps)), variant), vals), dtype=float), (n,))  # type: ignore[arg-type]
-                     for p in plot_axes]
-            for i, g in enumerate(grid):
-                label = ", ".join(_label(e) for e in (*static_combo, *g))
-                candidates.append((label, float(objective[i]), [e[i] for e in extra], [failed_by[i]], bool(feasible[i])))
-            table.evaluated += n
-        feasible_c = [c for c in candidates if c[4]]
-        sign = -1 if q.objective == "maximize" else 1
-        ranked = sorted(feasible_c, key=lambda c: sign * c[1])[:10]
-        rejected = [c for c in candidates if not c[4]][:5]
-        unit = self.nodes[f"{target_t[0]}.{target_t[1]}"].unit if f"{target_t[0]}.{target_t[1]}" in self.nodes else None
-        dim = self.nodes[f"{target_t[0]}.{target_t[1]}"].dim if f"{target_t[0]}.{target_t[1]}" in self.nodes else DIMENSIONLESS
-        table.columns = [(q.target.dotted, dim, unit), ("eliminated by", "text", None)]
+    def _search_table(self, q: ast.SearchStmt, target_t: tuple[str, str], static_axes: list[Any],
+                      numeric_axes: list[Any], shape: tuple[int, ...], blocks: list[Any],
+                      plot_axes: tuple[ast.Path, ...]) -> TableAnswer:
+        import numpy as np
+
+        def label(b: int, i: int) -> str:
+            static_combo = blocks[b][0]
+            idx = np.unravel_index(i, shape) if shape else ()
+            parts = [_label(e) for e in static_combo] + [_label(pts[j]) for (_, pts), j in zip(numeric_axes, idx)]
+            return ", ".join(parts)
+
+        reasons = [" ".join(c.span.text.split()) for c in q.constraints] + ["undefined"]
+        sign = -1.0 if q.objective == "maximize" else 1.0
+        feasible = [(sign * float(obj[i]), b, int(i)) for b, (_, obj, failed, _, _) in enumerate(blocks)
+                    for i in np.nonzero(failed < 0)[0]]
+        ranked = sorted(feasible)[:10]
+        rejected = [(b, int(i)) for b, (_, _, failed, _, _) in enumerate(blocks) for i in np.nonzero(failed >= 0)[0][:5]][:5]
+        node_id = f"{target_t[0]}.{target_t[1]}"
+        node = self.nodes.get(node_id)
+        table = TableAnswer(q, "search", f"{q.objective} {q.target.dotted}", [], [])
+        table.evaluated = sum(blk[3] for blk in blocks)
+        table.columns = [(q.target.dotted, node.dim if node else DIMENSIONLESS, node.unit if node else None),
+                         ("eliminated by", "text", None)]
         table.columns += [(p.dotted, *self._dim_of(q.subject, p)) for p in plot_axes]
-        table.rows = [(c[0], [c[1], "", *c[2]]) for c in ranked] + [(c[0], [c[1], c[3][0] or "undefined", *c[2]]) for c in rejected]
+        extra = lambda b, i: [float(e[i]) for e in blocks[b][4]]  # noqa: E731
+        table.rows = [(label(b, i), [sign * v, "", *extra(b, i)]) for v, b, i in ranked]
+        table.rows += [(label(b, i), [float(blocks[b][1][i]), reasons[int(blocks[b][2][i])], *extra(b, i)]) for b, i in rejected]
         table.best = 0 if ranked else None
-        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; "
-                           f"{len(feasible_c):,} meet the constraints")
-        if plot_axes and len(plot_axes) == 2:
-            pts = [(c[2][0], c[2][1], c[0], c[1]) for c in feasible_c]
-            front = _pareto([(p[0], p[1]) for p in pts])
-            table.notes.append("Pareto front (" + ", ".join(p.dotted for p in plot_axes) + "): "
-                               + "; ".join(pts[i][2] for i in front[:12]))
+        axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
+        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
+        if len(plot_axes) == 2 and feasible:
+            points = [(extra(b, i)[0], extra(b, i)[1], b, i) for _, b, i in feasible]
+            front = _pareto([(x, y) for x, y, _, _ in points])
             table.pareto = front
+            table.notes.append("Pareto front (" + ", ".join(p.dotted for p in plot_axes) + "): "
+                               + "; ".join(label(points[k][2], points[k][3]) for k in front[:12]))
         return table
 
     def _dim_of(self, subject: ast.Path, p: ast.Path) -> tuple[ir.Type, str | None]:
@@ -838,7 +854,9 @@ def _range_points(lo: float, hi: float, step: str) -> list[float]:
             out.append(x)
             x *= 10
         return out
-    n = 9
+    if float(lo).is_integer() and float(hi).is_integer() and 0 <= hi - lo <= 10_000:
+        return [float(x) for x in range(int(lo), int(hi) + 1)]  # every whole number in the range
+    n = 17
     return [lo + (hi - lo) * k / (n - 1) for k in range(n)]
 
 
