@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "100m_dau.plan"
 TARGET_RATIO = 1.5
 HEAVY = ("weasyprint", "matplotlib")
+QUESTIONS = ("ask ", "scenario ", "compare ", "sweep ", "search ", "  minimize", "  -> ")
 
 
 def _run(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -85,10 +86,17 @@ def main() -> int:
         cwd = Path(tmp)
         baseline = [sys.executable, "-c", "import lark, sympy, jinja2"]
         compile_cmd = [sys.executable, "-m", "planc.cli", "compile", str(EXAMPLE), "-o", str(cwd / "out.md")]
+        # The same plan without its questions (ask, scenario, compare, sweep, search): the cost of
+        # the compiler itself, apart from the questions the flagship answers.
+        bare = cwd / "bare.plan"
+        bare.write_text("\n".join(line for line in EXAMPLE.read_text().splitlines()
+                                   if not line.startswith(QUESTIONS)) + "\n")
+        bare_cmd = [sys.executable, "-m", "planc.cli", "compile", str(bare), "-o", str(cwd / "bare.md")]
 
         # Exit 1 from the compile means "a check failed": still a full compile, a valid timing.
-        medians = _medians({"baseline": (baseline, {0}), "compile": (compile_cmd, {0, 1})}, cwd, args.runs)
-        a, b = medians["baseline"], medians["compile"]
+        medians = _medians({"baseline": (baseline, {0}), "compile": (compile_cmd, {0, 1}),
+                            "bare": (bare_cmd, {0, 1})}, cwd, args.runs)
+        a, b, c = medians["baseline"], medians["compile"], medians["bare"]
         heavy = _heavy_imports(compile_cmd, cwd)
 
     ratio = b / a
@@ -97,6 +105,8 @@ def main() -> int:
         ("(a) import lark, sympy, jinja2", f"{a:.3f} s"),
         ("(b) plan compile 100m_dau.plan", f"{b:.3f} s"),
         ("ratio b/a", f"{ratio:.2f}  (target <= {TARGET_RATIO})  {'PASS' if passed else 'FAIL'}"),
+        ("(c) the same plan without its questions", f"{c:.3f} s, ratio c/a {c / a:.2f}"),
+        ("questions add (b - c)", f"{b - c:.3f} s"),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"python {sys.version.split()[0]}, median of {args.runs} interleaved run(s) after 1 warm-up each")
