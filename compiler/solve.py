@@ -85,7 +85,7 @@ class TableAnswer:
     rows: list[tuple[str, list[Any]]]  # row label, values (None: not evaluable)
     notes: list[str] = field(default_factory=list)
     best: int | None = None
-    pareto: list[int] = field(default_factory=list)
+    pareto: list[int] = field(default_factory=list)  # indices into rows
     evaluated: int = 0
 
 
@@ -544,17 +544,21 @@ class _Solver:
                          ("eliminated by", "text", None)]
         table.columns += [(p.dotted, *self._dim_of(q.subject, p)) for p in plot_axes]
         extra = lambda b, i: [float(e[i]) for e in blocks[b][4]]  # noqa: E731
-        table.rows = [(label(b, i), [sign * v, "", *extra(b, i)]) for v, b, i in ranked]
-        table.rows += [(label(b, i), [float(blocks[b][1][i]), reasons[int(blocks[b][2][i])], *extra(b, i)]) for b, i in rejected]
-        table.best = 0 if ranked else None
-        axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
-        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
+        front: list[tuple[int, int]] = []
         if len(plot_axes) == 2 and feasible:
             points = [(extra(b, i)[0], extra(b, i)[1], b, i) for _, b, i in feasible]
-            front = _pareto([(x, y) for x, y, _, _ in points])
-            table.pareto = front
+            front = [(points[k][2], points[k][3]) for k in _pareto([(x, y) for x, y, _, _ in points])]
+        shown = [(b, i) for _, b, i in ranked]
+        shown += [bi for bi in front if bi not in shown]  # the whole Pareto front is listed
+        table.rows = [(label(b, i), [float(blocks[b][1][i]), "", *extra(b, i)]) for b, i in shown]
+        table.rows += [(label(b, i), [float(blocks[b][1][i]), reasons[int(blocks[b][2][i])], *extra(b, i)]) for b, i in rejected]
+        table.best = 0 if ranked else None
+        table.pareto = [shown.index(bi) for bi in front]  # indices into rows
+        axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
+        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
+        if front:
             table.notes.append("Pareto front (" + ", ".join(p.dotted for p in plot_axes) + "): "
-                               + "; ".join(label(points[k][2], points[k][3]) for k in front[:12]))
+                               + "; ".join(label(b, i) for b, i in front[:12]))
         return table
 
     def _dim_of(self, subject: ast.Path, p: ast.Path) -> tuple[ir.Type, str | None]:

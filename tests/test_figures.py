@@ -1,0 +1,154 @@
+"""The report's figures: which ones a plan gets, that they are valid self-contained SVG, that they
+are byte-identical run to run, and that the Markdown path never loads matplotlib."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+
+import pytest
+from planc.pipeline import Compilation, compile_plan
+from planc.report.figures import Figure, build_figures
+
+from .conftest import REPO
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+DEPLOYMENT_FIGURES = ("roofline", "memory-batch", "memory-context", "latency-throughput")
+needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                      reason="figures need the `pdf` extra (matplotlib)")
+
+
+def test_importing_figures_does_not_import_matplotlib() -> None:
+    code = ("import sys, planc.report.figures, planc.report.markdown; "
+            "sys.exit(1 if any(m == 'matplotlib' or m.startswith('matplotlib.') for m in sys.modules) else 0)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
+    assert result.returncode == 0, result.stderr or "planc.report.figures imported matplotlib at import time"
+
+
+@pytest.fixture(scope="module")
+def flagship() -> Compilation:
+    compilation = compile_plan(REPO / "examples" / "100m_dau.plan", shown="examples/100m_dau.plan")
+    assert compilation.ok
+    return compilation
+
+
+@pytest.fixture(scope="module")
+def figures(flagship: Compilation) -> list[Figure]:
+    return build_figures(flagship)
+
+
+def by_name(figures: list[Figure]) -> dict[str, Figure]:
+    return {f.name: f for f in figures}
+
+
+@needs_matplotlib
+def test_flagship_gets_every_kind_of_figure(figures: list[Figure], flagship: Compilation) -> None:
+    names = [f.name for f in figures]
+    assert names[:4] == [f"chat-{kind}" for kind in DEPLOYMENT_FIGURES]
+    tornadoes = [n for n in names if n.startswith("sensitivity-")]
+    assert len(tornadoes) == len(flagship.sensitivities) == 6
+    assert "sensitivity-chat-devices" in tornadoes
+    assert "chat-pareto" in names
+    assert len(set(names)) == len(names)
+
+
+@needs_matplotlib
+def test_figure_records_are_well_formed(figures: list[Figure]) -> None:
+    for f in figures:
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", f.name), f.name
+        assert f.title and "\n" not in f.title
+        assert f.caption.endswith(".") and f.caption.count(". ") == 0, f.caption
+
+
+@needs_matplotlib
+def test_svg_is_valid_and_standalone(figures: list[Figure]) -> None:
+    for f in figures:
+        root = ET.fromstring(f.svg.encode("utf-8"))
+        assert root.tag == f"{SVG_NS}svg", f.name
+        assert root.findtext(f"{SVG_NS}title") == f.title
+        assert root.findtext(f"{SVG_NS}desc") == f.caption
+        assert root.get("viewBox"), f.name
+        assert "<image" not in f.svg, f.name
+        assert "<!DOCTYPE" not in f.svg
+        # the only URLs are namespace declarations (xmlns, xmlns:xlink)
+        urls = re.findall(r"https?://", f.svg)
+        declared = re.findall(r'\sxmlns(?::\w+)?="https?://[^"]*"', f.svg)
+        assert len(urls) == len(declared), f"{f.name} references a URL"
+        assert not re.search(r'href="(?!#)', f.svg), f"{f.name} links outside itself"
+
+
+@needs_matplotlib
+def test_svg_is_byte_identical_across_calls(figures: list[Figure], flagship: Compilation) -> None:
+    again = build_figures(flagship)
+    assert [f.name for f in again] == [f.name for f in figures]
+    for a, b in zip(figures, again):
+        assert a.svg == b.svg, f"{a.name} differs between two runs"
+
+
+@needs_matplotlib
+def test_figures_agree_with_the_plan(figures: list[Figure], flagship: Compilation) -> None:
+    assert flagship.lowered is not None
+    values = flagship.lowered.values
+    named = by_name(figures)
+    # the first batch that does not fit is one past the admission limit the plan computes
+    assert f"out of memory from batch {int(values['chat.max_batch']) + 1}" in named["chat-memory-batch"].caption
+    assert "h100_sxm" in named["chat-roofline"].title and "fp8" in named["chat-roofline"].title
+    assert "590.7 FLOP/B" in named["chat-roofline"].caption  # the ridge point, H100 FP8
+    assert "131,072 tokens" in named["chat-memory-context"].caption  # Llama-3.1-70B max context
+    assert "out of memory beyond" in named["chat-memory-context"].caption
+    assert "TPOT SLO" in named["chat-latency-throughput"].caption  # the plan checks tpot_worst <= 40 ms
+    pareto = named["chat-pareto"]
+    assert "cost_per_month" in pareto.caption and "tpot_worst" in pareto.caption
+
+
+@needs_matplotlib
+def test_plan_without_a_deployment() -> None:
+    compilation = compile_plan(REPO / "examples" / "recommender.plan", shown="examples/recommender.plan")
+    assert compilation.ok
+    out = build_figures(compilation)
+    assert not [f for f in out if f.name.endswith(DEPLOYMENT_FIGURES)]
+    assert all(f.name.startswith("sensitivity-") for f in out)
+    for f in out:
+        ET.fromstring(f.svg.encode("utf-8"))
+
+
+PLAN_WITHOUT_CHECKS = """
+import "models/llama-3.1-70b"
+import "hardware/h100-sxm"
+
+traffic chat_traffic {
+  daily_active_users = 100 M users
+  requests_per_user = 10 requests/user/day
+  peak_factor = 3
+  prompt_tokens = 1000 tokens
+  output_tokens = 250 tokens
+  prompt_tokens_p99 = 6000 tokens
+  output_tokens_p99 = 1000 tokens
+}
+
+deployment chat {
+  model = llama_3_1_70b
+  hardware = h100_sxm
+  traffic = chat_traffic
+  weights = fp8
+  tensor_parallel = 4
+  batch = 64
+}
+"""
+
+
+@needs_matplotlib
+def test_no_slo_line_without_a_tpot_check(compile_text: Callable[[str], Compilation]) -> None:
+    compilation = compile_text(PLAN_WITHOUT_CHECKS)
+    assert compilation.ok, [d.message for d in compilation.diagnostics]
+    out = build_figures(compilation)
+    assert [f.name for f in out] == [f"chat-{kind}" for kind in DEPLOYMENT_FIGURES]
+    assert "SLO" not in by_name(out)["chat-latency-throughput"].caption
+
+
+def test_a_plan_that_did_not_compile_has_no_figures_and_needs_no_matplotlib() -> None:
+    assert build_figures(Compilation("broken.plan")) == []
