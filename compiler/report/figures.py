@@ -79,7 +79,9 @@ def build_figures(compilation: Any) -> list[Figure]:
         for inst in plan.deployments():
             for draw in (_roofline, _memory_vs_batch, _memory_vs_context, _latency_throughput):
                 out += _drawn(plt, draw, plan, inst)
-        for sensitivity in getattr(compilation, "sensitivities", None) or []:
+        # One tornado: the headline result (the first `summary` item); the report's tables
+        # give the elasticities of the others.
+        for sensitivity in (getattr(compilation, "sensitivities", None) or [])[:1]:
             out += _drawn(plt, _tornado, sensitivity)
         for answer in getattr(compilation, "answers", None) or []:
             if getattr(answer, "kind", None) == "search" and getattr(answer, "pareto", None):
