@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .pipeline import Compilation
+    from .report.view import DocumentView
 
 EXAMPLES = """
 \b
@@ -20,6 +25,8 @@ Examples:
   plan compile examples/100m_dau.plan                 # design doc → 100m_dau.md
   plan compile examples/100m_dau.plan -o doc.md
   plan compile examples/100m_dau.plan --format json -o -
+  plan compile examples/100m_dau.plan --format html   # one self-contained page → 100m_dau.html
+  plan compile examples/100m_dau.plan --format pdf    # → 100m_dau.pdf (needs plan-compiler[pdf])
   plan check examples/100m_dau.plan                   # exit 1 if a check fails
 """
 
@@ -52,8 +59,8 @@ def _diagnostics(compilation: object, fmt: str) -> None:
 @click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True),
               help="where to write the report (default: FILE's name with the format's suffix, in the current directory; `-` for stdout)")
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
-              help="report format")
+@click.option("--format", "fmt", type=click.Choice(["md", "json", "html", "pdf"]), default="md", show_default=True,
+              help="report format: Markdown, JSON, one self-contained HTML page, or PDF (needs `plan-compiler[pdf]`)")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems  [default: json with --format json, else human]")
 def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None) -> None:
@@ -65,19 +72,45 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None
     _diagnostics(result, diag_fmt)
     if not result.ok:
         sys.exit(2)
-    from .report.markdown import render_json, render_markdown
-    from .report.view import build_document, document_json
+    from .report.view import build_document
 
     doc = build_document(result)
-    text = render_markdown(doc) if fmt == "md" else render_json(document_json(doc, result))
+    data = _report(fmt, doc, result)
     target = output if output is not None else Path(plan_file.stem + "." + fmt)
     if str(target) == "-":
-        click.echo(text, nl=False)
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            click.echo(data, nl=False)
     else:
-        target.write_text(text, encoding="utf-8")
+        if isinstance(data, bytes):
+            target.write_bytes(data)
+        else:
+            target.write_text(data, encoding="utf-8")
         click.echo(f"wrote {target}" + (f" ({result.failed_checks} check(s) failed)" if result.failed_checks else ""),
                    err=True)
     sys.exit(result.exit_code)
+
+
+def _report(fmt: str, doc: DocumentView, result: Compilation) -> str | bytes:
+    """The report in `fmt`: text for md, json and html, bytes for pdf."""
+    if fmt in ("md", "json"):
+        from .report.markdown import render_json, render_markdown
+        from .report.view import document_json
+
+        return render_markdown(doc) if fmt == "md" else render_json(document_json(doc, result))
+    from .report.html import figures_of, render_html
+
+    if fmt == "html":
+        return render_html(doc, figures_of(result))
+    from .report.pdf import PdfUnavailable, render_pdf
+
+    try:
+        return render_pdf(doc, figures_of(result))
+    except PdfUnavailable as exc:
+        click.echo(f"plan: {exc}", err=True)
+        sys.exit(2)
 
 
 @main.command()

@@ -1,0 +1,314 @@
+"""Render the design document as one self-contained HTML file (also the source of the PDF).
+
+Contract: `render_html(doc, figures=(), created=None) -> str`, byte-identical for the same
+inputs. The page follows the Markdown design document section by section, adds a table of
+contents, and references nothing outside itself: the stylesheet (`design.css`, read from the
+package) is inlined, math is inline SVG from `mathsvg`, figures are inline SVG from `figures`,
+and the only links are in-page `#anchors`.
+
+Escaping: the Jinja environment autoescapes and is strict. Every string from the plan reaches
+the page as text. Markup is made in this module only, for three things we generate ourselves:
+the package's stylesheet, the SVG of a formula (`mathsvg`), and the SVG of a figure.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Protocol
+
+import jinja2
+from markupsafe import Markup
+
+from .mathsvg import latex_to_svg
+from .view import DocumentView, QuestionView
+
+# Where a figure goes: the first rule whose pattern matches its name names the part (a section
+# title of the plan, or one of the fixed parts); a figure whose part the document does not have
+# goes to a closing "Figures" section.
+FIGURE_PLACES: tuple[tuple[str, str], ...] = (
+    (r"-roofline$", "Roofline"),
+    (r"-memory-(batch|context)$", "Memory"),
+    (r"-latency-throughput$", "Latency"),
+    (r"^sensitivity-", ":sensitivity"),
+    (r"-pareto$", ":questions"),
+)
+# The fixed parts of the document, in order, with their titles (section titles come between
+# assumptions and checks).
+_PARTS = {":summary": "Summary", ":assumptions": "Assumptions", ":checks": "Checks",
+          ":questions": "Questions", ":sensitivity": "Sensitivity", ":figures": "Figures"}
+
+
+class FigureLike(Protocol):
+    name: str
+    title: str
+    caption: str
+    svg: str
+
+
+@dataclass(frozen=True)
+class FigureView:
+    anchor: str
+    title: str
+    caption: str
+    svg: Markup
+
+
+@dataclass(frozen=True)
+class TocEntry:
+    anchor: str
+    title: str
+
+
+@dataclass
+class Page:
+    """What the template needs besides the document: anchors, math and figures, all prepared."""
+
+    css: Markup
+    created: str | None
+    toc: list[TocEntry]
+    parts: dict[str, str]  # fixed part (":summary", ...) → anchor
+    sections: dict[str, str]  # section title → anchor
+    quantities: dict[str, str]  # quantity id → anchor
+    question_anchors: list[str]  # parallel to doc.questions
+    answers: list[tuple[str, QuestionView]]  # (anchor, question) for the answered ones
+    derivations: dict[str, list[Markup]]  # quantity id → its lines, in display math
+    part_figures: dict[str, list[FigureView]]  # fixed part → the figures that close it
+    section_figures: dict[str, list[FigureView]]  # section title → the figures that close it
+    sensitivity_figures: dict[str, list[FigureView]]  # sensitivity target → its figures
+    math: Callable[[str], Markup]  # inline math
+
+
+def render_html(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None) -> str:
+    """The page; `created` (ISO 8601) is written as the document's date, for the PDF's metadata."""
+    page = build_page(doc, figures, created)
+    return _env().get_template("design.html.j2").render(doc=doc, page=page)
+
+
+def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None) -> Page:
+    anchors = _Anchors()
+    fixed = [":summary", ":assumptions"] + [p for p, present in (
+        (":checks", doc.checks), (":questions", doc.questions), (":sensitivity", doc.sensitivities)) if present]
+    placed = _place(figures, set(fixed), {s.title for s in doc.sections}, {s.target for s in doc.sensitivities})
+    if ("part", ":figures") in placed:
+        fixed.append(":figures")
+    parts = {p: anchors.new(_PARTS[p]) for p in fixed}
+    sections = {s.title: anchors.new(s.anchor or s.title) for s in doc.sections}
+    toc = [TocEntry(parts[p], _PARTS[p]) for p in fixed[:2]]
+    toc += [TocEntry(sections[s.title], s.title) for s in doc.sections]
+    toc += [TocEntry(parts[p], _PARTS[p]) for p in fixed[2:]]
+    quantities = {q.id: anchors.new("q-" + q.id)
+                  for q in [*doc.assumptions, *(q for s in doc.sections for q in s.quantities)]}
+    question_anchors = [anchors.new("question-" + q.title) for q in doc.questions]
+    views = {key: [_figure(f, anchors.new("figure-" + f.name), n) for n, f in figs] for key, figs in placed.items()}
+    return Page(
+        css=_stylesheet(),
+        created=created,
+        toc=toc,
+        parts=parts,
+        sections=sections,
+        quantities=quantities,
+        question_anchors=question_anchors,
+        answers=[(a, q) for a, q in zip(question_anchors, doc.questions) if q.result],
+        derivations={q.id: _derivation(q.lhs, q.formula, q.substituted, q.result)
+                     for s in doc.sections for q in s.quantities},
+        part_figures={k[1]: v for k, v in views.items() if k[0] == "part"},
+        section_figures={k[1]: v for k, v in views.items() if k[0] == "section"},
+        sensitivity_figures={k[1]: v for k, v in views.items() if k[0] == "sensitivity"},
+        math=_inline_math,
+    )
+
+
+# ---- math ---------------------------------------------------------------------------------
+
+
+def _derivation(lhs: str, formula: str, substituted: str, result: str) -> list[Markup]:
+    """`lhs = formula`, then `= substituted` unless it repeats a neighbour (the result line is
+    text in the template, so that the PDF's text layer carries every value)."""
+    lines = [_math(f"{lhs} = {formula}", inline=False)]
+    if substituted not in (formula, result):
+        lines.append(_math(f"= {substituted}", inline=False))
+    return lines
+
+
+def _inline_math(tex: str) -> Markup:
+    return _math(tex, inline=True)
+
+
+def _math(tex: str, inline: bool) -> Markup:
+    # latex_to_svg returns markup we generated: paths only, or the escaped LaTeX in <code>.
+    return Markup(latex_to_svg(tex, inline))
+
+
+# ---- figures ------------------------------------------------------------------------------
+
+
+def _place(figures: Iterable[FigureLike], parts: set[str], sections: set[str],
+           targets: set[str]) -> dict[tuple[str, str], list[tuple[int, FigureLike]]]:
+    """Figures by where they go, in order: ("part", ":questions"), ("section", "Memory"), or
+    ("sensitivity", "chat.devices") for the sensitivity chart of one target."""
+    by_slug = {"sensitivity-" + _slug(t): t for t in sorted(targets)}
+    placed: dict[tuple[str, str], list[tuple[int, FigureLike]]] = {}
+    for n, fig in enumerate(figures):
+        where = next((p for pattern, p in FIGURE_PLACES if re.search(pattern, fig.name)), ":figures")
+        if fig.name in by_slug:
+            key = ("sensitivity", by_slug[fig.name])
+        elif where in parts:
+            key = ("part", where)
+        else:
+            key = ("section", where) if where in sections else ("part", ":figures")
+        placed.setdefault(key, []).append((n, fig))
+    return placed
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _figure(fig: FigureLike, anchor: str, n: int) -> FigureView:
+    return FigureView(anchor, fig.title, fig.caption, Markup(inline_svg(fig.svg, f"f{n}-")))
+
+
+_TAG = re.compile(r"<[^!?/][^>]*>")
+_ID = re.compile(r'(?<=\s)id="([^"]+)"')
+_XML_PROLOGUE = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->", re.DOTALL)
+_METADATA = re.compile(r"<metadata\b.*?</metadata>\s*", re.DOTALL)
+_STYLE = re.compile(r"<style\b[^>]*>(.*?)</style>", re.DOTALL)
+
+
+def inline_svg(svg: str, prefix: str) -> str:
+    """A standalone SVG document made fit to sit inside an HTML page among others: no prologue
+    or metadata, every id prefixed (and every reference to it), styles as presentation
+    attributes where they can be, and any other stylesheet scoped to the figure (an inline
+    `<style>` would otherwise apply to the whole page)."""
+    svg = _METADATA.sub("", _XML_PROLOGUE.sub("", svg)).strip()
+    ids = {i for tag in _TAG.findall(svg) for i in _ID.findall(tag)}
+    if ids:
+        names = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+        refs = re.compile(r'(url\(#|href="#)(' + names + r')(?=[)"])')
+
+        def scope(tag: re.Match[str]) -> str:
+            text = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', tag.group(0))
+            return refs.sub(lambda m: m.group(1) + prefix + m.group(2), text)
+
+        svg = _TAG.sub(scope, svg)
+    root = _TAG.search(svg)
+    if root is None or not root.group(0).startswith("<svg"):
+        raise ValueError("not an SVG document")
+    root_id = _ID.search(root.group(0))
+    scope_id = root_id.group(1) if root_id else f"{prefix}svg"
+    inherited: list[tuple[str, str]] = []
+
+    def stylesheet(match: re.Match[str]) -> str:
+        simple = re.fullmatch(r"\s*\*\s*\{([^{}]*)\}\s*", match.group(1))
+        decls = _declarations(simple.group(1)) if simple else None
+        if decls is None:
+            return "<style>" + _scope_css(match.group(1), f"#{scope_id}") + "</style>"
+        inherited.extend(decls)  # `* {…}` of inherited properties: the root's attributes
+        return ""
+
+    svg = _TAG.sub(_presentation_attributes, _STYLE.sub(stylesheet, svg))
+    extra = ("" if root_id else f' id="{scope_id}"') + "".join(f' {k}="{v}"' for k, v in inherited)
+    root = _TAG.search(svg)
+    assert root is not None
+    return svg[:root.start() + 4] + extra + svg[root.start() + 4:]
+
+
+# SVG properties that are also presentation attributes: a `style="…"` made only of these
+# becomes attributes, which every renderer reads without running a CSS engine over the figure.
+_PRESENTATION = frozenset({
+    "fill", "fill-opacity", "fill-rule", "stroke", "stroke-width", "stroke-opacity", "stroke-linecap",
+    "stroke-linejoin", "stroke-miterlimit", "stroke-dasharray", "stroke-dashoffset", "opacity", "clip-path",
+    "clip-rule", "color", "display", "visibility", "font-family", "font-size", "font-style", "font-weight",
+    "text-anchor", "dominant-baseline"})
+_STYLE_ATTR = re.compile(r'\sstyle="([^"]*)"')
+
+
+def _declarations(css: str) -> list[tuple[str, str]] | None:
+    pairs = [tuple(p.strip() for p in d.split(":", 1)) for d in css.split(";") if d.strip()]
+    if not all(len(p) == 2 and p[0] in _PRESENTATION and p[1] and '"' not in p[1] for p in pairs):
+        return None
+    return [(p[0], p[1]) for p in pairs]
+
+
+def _presentation_attributes(tag: re.Match[str]) -> str:
+    text = tag.group(0)
+    match = _STYLE_ATTR.search(text)
+    decls = _declarations(match.group(1)) if match else None
+    if match is None or decls is None:
+        return text
+    present = set(re.findall(r'\s([a-z-]+)="', text))
+    attrs = "".join(f' {k}="{v}"' for k, v in decls if k not in present)
+    return text[:match.start()] + attrs + text[match.end():]
+
+
+def _scope_css(css: str, scope: str) -> str:
+    rules = []
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+        scoped = ", ".join(f"{scope} {s.strip()}" if s.strip() != "*" else f"{scope}, {scope} *"
+                           for s in selectors.split(","))
+        rules.append(f"{scoped} {{{body.strip()}}}")
+    return "\n".join(rules)
+
+
+# ---- anchors, stylesheet, environment -----------------------------------------------------
+
+
+class _Anchors:
+    """Unique, readable fragment ids: `memory`, `q-chat-memory-per-device`, `memory-2`."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = {"contents"}
+
+    def new(self, text: str) -> str:
+        base = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "part"
+        anchor, n = base, 1
+        while anchor in self.used:
+            n += 1
+            anchor = f"{base}-{n}"
+        self.used.add(anchor)
+        return anchor
+
+
+def _template_source(name: str) -> str:
+    return resources.files("planc.templates").joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def _stylesheet() -> Markup:
+    css = _template_source("design.css")
+    assert "</" not in css, "the stylesheet must not close its <style> element"
+    return Markup(css)  # the package's own stylesheet, not plan text
+
+
+def breakable(text: object) -> str:
+    """Text that may wrap after `.`, `_` and `/` (a zero-width space): long dotted names in
+    narrow table headers break between words instead of inside them."""
+    return re.sub(r"([._/])(?=\w)", "\\1\u200b", str(text))
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_template_source),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["breakable"] = breakable
+    return env
+
+
+def figures_of(compilation: Any) -> list[Any]:
+    """The figures of a compilation, or none when the figures module is not available."""
+    try:
+        from .figures import build_figures
+
+        return list(build_figures(compilation))
+    except ImportError:  # no figures module, or its plotting library is not installed
+        return []

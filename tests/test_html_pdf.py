@@ -1,0 +1,427 @@
+"""The HTML and PDF design documents: self-contained, escaped, deterministic, nothing fetched.
+
+The flagship is rendered once per format (module fixtures): math typesetting and PDF layout
+are the slow parts. Figures are included when `report.figures` is available, so these tests
+hold with or without it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from markupsafe import escape
+from planc.cli import main
+from planc.pipeline import Compilation, compile_plan
+from planc.report import mathsvg
+from planc.report.html import breakable, figures_of, inline_svg, render_html
+from planc.report.view import DocumentView, build_document
+
+from .conftest import REPO
+
+FLAGSHIP = REPO / "examples" / "100m_dau.plan"
+
+
+def _weasyprint_problem() -> str | None:
+    try:
+        import weasyprint  # noqa: F401
+    except (ImportError, OSError) as exc:  # OSError: a system library (Pango) is missing
+        return f"weasyprint cannot be imported ({exc}); install plan-compiler[pdf]"
+    return None
+
+
+WEASYPRINT_PROBLEM = _weasyprint_problem()
+HAVE_WEASYPRINT = WEASYPRINT_PROBLEM is None
+needs_weasyprint = pytest.mark.skipif(not HAVE_WEASYPRINT, reason=WEASYPRINT_PROBLEM or "")
+
+# Every string the plan controls carries markup, URLs, Markdown/LaTeX specials and unicode.
+EVIL = r'''
+title "Evil <script>alert(1)</script> plan | $x$ \\ `tick` — ünïcødé ✓"
+scope "<img src=\"file:///etc/passwd\"> and <link rel=stylesheet href=\"http://example.com/x.css\"> | $ \\ ` ü"
+
+kind box "<script>alert(0)</script> a box" {
+  input budget: GiB "<script>alert(1)</script> budget | $a$ \\n ` ü" source "<img src=\"file:///etc/passwd\"> <a href=\"http://example.com/\">x</a>"
+  input used: GiB = 20 GiB "used <link rel=stylesheet href=\"http://example.com/x.css\">"
+  section "<script>alert(4)</script> Section | $ \\ `" {
+    derive spare: GiB = budget - used "<b>spare</b> & more | $ \\ `" source "<img src=\"file:///etc/passwd\">" symbol "\\text{<script>x</script>}"
+  }
+}
+box b { budget = 48 GiB source "<link rel=stylesheet href=\"http://example.com/x.css\"> ü | $ \\ `" }
+check b.spare >= {need} GiB "<script>alert(2)</script> fits"
+scenario "<img src=x onerror=alert(3)> | $ \\ `" { b.budget = 64 GiB }
+ask "<img src=\"file:///etc/passwd\"> max used": maximize b.used subject to b.spare >= 0 B
+summary b.spare, b.used
+'''
+PAYLOADS = ("<script>alert(1)</script>", '<img src="file:///etc/passwd">',
+            '<link rel=stylesheet href="http://example.com/x.css">', "<b>spare</b>")
+
+
+@dataclass
+class Rendered:
+    compilation: Compilation
+    doc: DocumentView
+    figures: list
+    html: str
+    seconds: float
+
+
+def _render(path: Path) -> Rendered:
+    compilation = compile_plan(path)
+    assert compilation.ok, [d.message for d in compilation.diagnostics]
+    doc = build_document(compilation)
+    figures = figures_of(compilation)
+    start = time.perf_counter()
+    html = render_html(doc, figures)
+    return Rendered(compilation, doc, figures, html, time.perf_counter() - start)
+
+
+@pytest.fixture(scope="module")
+def flagship() -> Rendered:
+    return _render(FLAGSHIP)
+
+
+@pytest.fixture(scope="module")
+def evil_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("evil") / "evil.plan"
+    path.write_text(EVIL.replace("{need}", "1"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def evil(evil_path: Path) -> Rendered:
+    return _render(evil_path)
+
+
+# ---- HTML ---------------------------------------------------------------------------------
+
+
+def test_html_shows_the_headline_numbers_and_every_part(flagship: Rendered) -> None:
+    html, doc = flagship.html, flagship.doc
+    assert html.startswith("<!DOCTYPE html>")
+    assert f"<title>{escape(doc.title)}</title>" in html
+    for s in doc.summary:
+        assert str(escape(s.text)) in html, s.label
+    assert "15,752 devices" in html and "11.72 ms" in html
+    for title in ("Summary", "Assumptions", "Checks", "Questions", "Sensitivity", *(s.title for s in doc.sections)):
+        assert f">{escape(title)}</h2>" in html, title
+    # each derived quantity: its heading, its derivation in math, its result as text
+    q = next(q for s in doc.sections for q in s.quantities if q.id == "chat.kv_bytes_per_token")
+    assert f"<code>{q.id}</code>" in html and f"= {q.text}" in html and q.text == "320 KiB/token"
+
+
+def test_html_is_self_contained(flagship: Rendered) -> None:
+    html = flagship.html
+    assert "<script" not in html.lower()
+    assert "<link" not in html.lower() and "<iframe" not in html.lower() and "<img" not in html.lower()
+    assert not re.search(r"\bsrc\s*=", html)
+    assert re.search(r"@import|url\((?!#)", html) is None  # CSS fetches nothing either
+    hrefs = re.findall(r'href="([^"]*)"', html)
+    assert hrefs and all(h.startswith("#") for h in hrefs), [h for h in hrefs if not h.startswith("#")][:5]
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", html))
+    assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, urls
+
+
+def test_html_math_is_inline_svg(flagship: Rendered) -> None:
+    html, doc = flagship.html, flagship.doc
+    quantities = sum(len(s.quantities) for s in doc.sections)
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg"') >= quantities
+    assert 'class="math"' in html
+    assert html.count('<code class="tex">') == 0  # every formula of the flagship typesets
+    assert "<text" not in html  # glyphs are paths: no fonts needed to read the page
+
+
+def test_html_anchors_are_unique_and_resolve(flagship: Rendered) -> None:
+    html = flagship.html
+    ids = re.findall(r'\sid="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})[:5]
+    targets = {h[1:] for h in re.findall(r'href="(#[^"]*)"', html)}
+    assert targets <= set(ids), sorted(targets - set(ids))[:5]
+    toc = re.search(r'<nav class="toc".*?</nav>', html, re.DOTALL)
+    assert toc is not None and toc.group(0).count("<li>") >= 5
+
+
+def test_html_is_byte_identical_across_renders(flagship: Rendered) -> None:
+    again = render_html(flagship.doc, figures_of(flagship.compilation))
+    assert again == flagship.html
+
+
+def test_html_places_figures_when_there_are_any(flagship: Rendered) -> None:
+    for fig in flagship.figures:
+        assert f">{escape(fig.title)}.</strong>" in flagship.html, fig.name
+    if flagship.figures:  # ids of several figures must not collide (checked above) and are scoped
+        assert re.search(r'<svg id="f0-svg"', flagship.html)
+
+
+def test_html_escapes_everything_the_plan_says(evil: Rendered) -> None:
+    html = evil.html
+    assert "<script" not in html.lower() and "<img" not in html.lower() and "<link" not in html.lower()
+    assert "<b>spare" not in html and '<a href="http' not in html
+    for payload in PAYLOADS:
+        assert str(escape(payload)) in html, payload
+    assert "| $x$ \\ `tick` — ünïcødé ✓" in html  # Markdown and LaTeX specials, unicode: as is
+    hrefs = re.findall(r'href="([^"]*)"', html)
+    assert all(h.startswith("#") for h in hrefs), hrefs
+    # the raw LaTeX symbol becomes paths (or escaped source), never markup
+    assert "&lt;script&gt;x&lt;/script&gt;" in html
+
+
+def test_html_is_byte_identical_from_a_cold_cache(evil: Rendered) -> None:
+    mathsvg._render.cache_clear()
+    assert render_html(evil.doc, figures_of(evil.compilation)) == evil.html
+
+
+# ---- math ---------------------------------------------------------------------------------
+
+
+def test_math_is_a_self_contained_svg_of_paths() -> None:
+    svg = mathsvg.latex_to_svg(r"\mathrm{kv\_bytes} = \frac{2 \cdot L}{\text{1 token}} \cdot \left\lceil x \right\rceil", False)
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and svg.endswith("</svg>")
+    tags = set(re.findall(r"<([a-zA-Z]+)", svg))
+    assert tags <= {"svg", "path", "rect"}, tags
+    assert " id=" not in svg and "href" not in svg and "<text" not in svg
+    assert re.search(r'width="[\d.]+em" height="[\d.]+em"', svg)
+    assert "vertical-align:" in svg
+
+
+def test_math_is_deterministic_and_cached() -> None:
+    tex = r"\frac{\text{63.75 GiB} + \text{3.914 GiB}}{4} + \sqrt{n_{kv}}"
+    first = mathsvg.latex_to_svg(tex, True)
+    assert mathsvg.latex_to_svg(tex, True) is first
+    mathsvg._render.cache_clear()
+    assert mathsvg.latex_to_svg(tex, True) == first
+
+
+def test_math_reads_text_escapes_as_text() -> None:
+    # report.latex escapes plan text for \text{...}; the typesetter must not choke on it
+    tex = r"\text{\$0.7561 a\_b \{c\} 50\% \#1 \& \backslash{} \hat{} \sim{}} \cdot \mathrm{x\_y}"
+    assert mathsvg.latex_to_svg(tex, True).startswith("<svg")
+    mathml = mathsvg.to_mathml(tex, True)
+    assert [el.text for el in mathml.iter("mtext")] == ["$0.7561\u00a0a_b\u00a0{c}\u00a050%\u00a0#1\u00a0&\u00a0\\\u00a0^\u00a0~"]
+    assert [el.text for el in mathml.iter("mi")] == ["x_y"]
+
+
+def test_math_falls_back_to_escaped_source() -> None:
+    out = mathsvg.latex_to_svg(r"\frac{<b>", True)
+    assert out == '<code class="tex">\\frac{&lt;b&gt;</code>'
+
+
+# ---- figures inside a page ----------------------------------------------------------------
+
+
+FIGURE = """<?xml version="1.0" encoding="utf-8" standalone="no"?>
+<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">
+<svg xmlns:xlink="http://www.w3.org/1999/xlink" width="10pt" height="10pt" viewBox="0 0 10 10" xmlns="http://www.w3.org/2000/svg">
+ <metadata><rdf:RDF xmlns:dc="http://purl.org/dc/elements/1.1/"/></metadata>
+ <defs><style type="text/css">*{stroke-linejoin: round; stroke-linecap: butt}</style>
+  <path id="g1" d="M 0 0 L 1 1"/><clipPath id="c1"><rect x="0" y="0" width="5" height="5"/></clipPath></defs>
+ <g id="figure_1"><use xlink:href="#g1" style="fill: #4c72b0; stroke: #000000"/>
+  <path d="M 0 0" clip-path="url(#c1)" style="fill: none"/></g>
+</svg>"""
+
+
+def test_inline_svg_scopes_ids_and_styles() -> None:
+    out = inline_svg(FIGURE, "f3-")
+    assert out.startswith('<svg id="f3-svg"') and "<?xml" not in out and "DOCTYPE" not in out
+    assert "<metadata" not in out and "purl.org" not in out
+    assert 'id="f3-g1"' in out and 'xlink:href="#f3-g1"' in out and 'clip-path="url(#f3-c1)"' in out
+    assert 'id="g1"' not in out
+    assert "<style" not in out and 'stroke-linejoin="round"' in out  # `* {...}` became root attributes
+    assert 'fill="#4c72b0" stroke="#000000"' in out and "style=" not in out
+    assert inline_svg(FIGURE, "f4-") != out  # two figures never share an id
+
+
+def test_breakable_headers() -> None:
+    assert breakable("chat.memory_per_device") == "chat.\u200bmemory_\u200bper_\u200bdevice"
+
+
+# ---- PDF ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flagship_pdf(flagship: Rendered) -> tuple[bytes, float]:
+    if not HAVE_WEASYPRINT:
+        pytest.skip(WEASYPRINT_PROBLEM or "")
+    from planc.report.pdf import render_pdf
+
+    mp = pytest.MonkeyPatch()
+    mp.delenv("SOURCE_DATE_EPOCH", raising=False)
+    try:
+        start = time.perf_counter()
+        pdf = render_pdf(flagship.doc, flagship.figures)
+        return pdf, time.perf_counter() - start
+    finally:
+        mp.undo()
+
+
+def _reader(pdf: bytes):
+    pypdf = pytest.importorskip("pypdf")
+    return pypdf.PdfReader(io.BytesIO(pdf))
+
+
+def _external_links(reader) -> list[str]:
+    uris = []
+    for page in reader.pages:
+        for annot in page.get("/Annots") or []:
+            action = annot.get_object().get("/A")
+            if action is not None and action.get_object().get("/URI") is not None:
+                uris.append(str(action.get_object()["/URI"]))
+    return uris
+
+
+def _embedded_files(reader) -> list[str]:
+    names = reader.trailer["/Root"].get("/Names")
+    files = names.get_object().get("/EmbeddedFiles") if names is not None else None
+    return list(reader.attachments) + ([str(files)] if files is not None else [])
+
+
+@needs_weasyprint
+def test_pdf_of_the_flagship(flagship: Rendered, flagship_pdf: tuple[bytes, float]) -> None:
+    pdf, seconds = flagship_pdf
+    print(f"\nflagship: HTML {flagship.seconds:.1f} s, PDF {seconds:.1f} s, {len(pdf) / 1e6:.1f} MB")
+    assert pdf.startswith(b"%PDF-")
+    reader = _reader(pdf)
+    assert len(reader.pages) > 3
+    text = "\n".join(page.extract_text() for page in reader.pages[:3])
+    assert flagship.doc.title in text
+    assert "15,752 devices" in text
+    assert _embedded_files(reader) == []
+    assert _external_links(reader) == []
+    info = reader.metadata or {}
+    assert "/CreationDate" not in info and "/ModDate" not in info
+    assert info.get("/Title") == flagship.doc.title
+
+
+@needs_weasyprint
+def test_pdf_table_of_contents_has_page_numbers(flagship: Rendered, flagship_pdf: tuple[bytes, float]) -> None:
+    reader = _reader(flagship_pdf[0])
+    first = reader.pages[0].extract_text()
+    assert re.search(r"Assumptions\s*\.{3,}\s*\d+", first), first[:800]
+    assert re.search(r"page 1 of \d+", first), first[-200:]
+
+
+@pytest.fixture(scope="module")
+def evil_pdfs(evil: Rendered) -> list[bytes]:
+    if not HAVE_WEASYPRINT:
+        pytest.skip(WEASYPRINT_PROBLEM or "")
+    from planc.report.pdf import render_pdf
+
+    mp = pytest.MonkeyPatch()
+    mp.delenv("SOURCE_DATE_EPOCH", raising=False)
+    try:
+        return [render_pdf(evil.doc, evil.figures) for _ in range(2)]
+    finally:
+        mp.undo()
+
+
+@needs_weasyprint
+def test_pdf_is_byte_identical_across_renders(evil_pdfs: list[bytes]) -> None:
+    assert evil_pdfs[0] == evil_pdfs[1]
+
+
+@needs_weasyprint
+def test_pdf_shows_payloads_as_text_and_fetches_nothing(evil: Rendered, evil_pdfs: list[bytes]) -> None:
+    pdf = evil_pdfs[0]
+    assert b"root:" not in pdf and b"/bin/" not in pdf
+    reader = _reader(pdf)
+    text = "\n".join(page.extract_text() for page in reader.pages)
+    flat = " ".join(text.split())
+    assert "<script>alert(1)</script>" in flat and "ünïcødé" in flat
+    assert "| $x$ \\ `tick`" in flat and '<img src="file:///etc/passwd">' in flat
+    assert _embedded_files(reader) == []
+    assert _external_links(reader) == []
+
+
+@needs_weasyprint
+def test_fetcher_refuses_files_and_network() -> None:
+    import weasyprint
+    from planc.report.pdf import is_allowed, restricted_fetcher
+
+    templates = Path(str(__import__("importlib.resources").resources.files("planc.templates"))).resolve()
+    assert is_allowed("data:text/plain,hello")
+    assert is_allowed((templates / "design.css").as_uri())
+    for url in ("file:///etc/passwd", "http://example.com/x.css", "https://example.com/", "ftp://example.com/x",
+                (templates / ".." / ".." / ".." / "etc" / "passwd").as_uri(), "file://remote-host/etc/passwd",
+                templates.as_uri() + "/design.css?x=1"):
+        assert not is_allowed(url), url
+    # what the default fetcher would do with a link to a local file: embed it in the PDF
+    fetcher = restricted_fetcher()
+    html = ('<a rel="attachment" href="file:///etc/passwd">passwd</a><img src="file:///etc/passwd">'
+            '<link rel="stylesheet" href="http://127.0.0.1:9/x.css"><p>x</p>')
+    pdf = weasyprint.HTML(string=html, url_fetcher=fetcher).write_pdf()
+    assert b"root:" not in pdf
+    assert "file:///etc/passwd" in fetcher.refused and "http://127.0.0.1:9/x.css" in fetcher.refused
+
+
+def test_source_date_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planc.report.pdf import source_date
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    assert source_date() is None
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    assert source_date() == "1970-01-02T00:00:00Z"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "not a number")
+    assert source_date() == "1970-01-01T00:00:00Z"
+
+
+def test_html_carries_a_date_only_when_asked(evil: Rendered) -> None:
+    assert "dcterms" not in evil.html
+    dated = render_html(evil.doc, [], created="1970-01-02T00:00:00Z")
+    assert '<meta name="dcterms.created" content="1970-01-02T00:00:00Z">' in dated
+
+
+# ---- CLI ----------------------------------------------------------------------------------
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+
+
+def test_cli_html_default_name_and_exit_codes(evil_path: Path, in_tmp: Path) -> None:
+    code, _, err = _run("compile", str(evil_path), "--format", "html")
+    assert code == 0, err
+    page = (in_tmp / "evil.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "wrote evil.html" in err
+    failing = in_tmp / "failing.plan"
+    failing.write_text(EVIL.replace("{need}", "100"), encoding="utf-8")
+    code, _, err = _run("compile", str(failing), "--format", "html", "-o", "f.html")
+    assert code == 1 and "check(s) failed" in err
+    assert "✗ FAIL" in (in_tmp / "f.html").read_text(encoding="utf-8")
+    bad = in_tmp / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n", encoding="utf-8")
+    code, _, _ = _run("compile", str(bad), "--format", "html")
+    assert code == 2 and not (in_tmp / "bad.html").exists()
+
+
+@needs_weasyprint
+def test_cli_pdf(evil_path: Path, in_tmp: Path) -> None:
+    code, _, err = _run("compile", str(evil_path), "--format", "pdf")
+    assert code == 0, err
+    assert (in_tmp / "evil.pdf").read_bytes().startswith(b"%PDF-")
+
+
+TRICKY = (
+    r"\left(\frac{\frac{a}{b} + \left\lceil \frac{x}{y} \right\rceil}{\left|z\right|}\right)^{2}",
+    r"\begin{cases} \ln\left(\frac{w}{1 - p}\right) & \text{if } w > 1 - p \\ 0 & \text{otherwise} \end{cases} \cdot q",
+    r"\sqrt{\frac{\left(n_{h} + 2 \cdot n_{kv}\right) \cdot d_{h}}{\mathrm{tensor\_parallel}}} - \left\lfloor t \right\rfloor",
+    r"\min\left(\frac{\frac{\frac{m}{p}}{e}}{e}, \max\left(1, \frac{2}{3}\right)\right) \le \text{80 GB}",
+)
+
+
+@pytest.mark.parametrize("tex", TRICKY)
+def test_lean_rows_change_nothing(tex: str) -> None:
+    # skipping ziamath's measuring pass for rows with nothing to stretch is an optimisation only
+    for inline in (True, False):
+        assert mathsvg._svg(tex, inline) == mathsvg._svg(tex, inline, lean=False)
