@@ -547,7 +547,7 @@ class _Solver:
         front: list[tuple[int, int]] = []
         if len(plot_axes) == 2 and feasible:
             points = [(extra(b, i)[0], extra(b, i)[1], b, i) for _, b, i in feasible]
-            front = [(points[k][2], points[k][3]) for k in _pareto([(x, y) for x, y, _, _ in points])]
+            front = [(points[k][2], points[k][3]) for k in pareto_front([(x, y) for x, y, _, _ in points])]
         shown = [(b, i) for _, b, i in ranked]
         shown += [bi for bi in front if bi not in shown]  # the whole Pareto front is listed
         table.rows = [(label(b, i), [float(blocks[b][1][i]), "", *extra(b, i)]) for b, i in shown]
@@ -892,7 +892,7 @@ def _num(v: Any) -> str:
         return str(v)
 
 
-def _pareto(points: list[tuple[float, float]]) -> list[int]:
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     """Indices of the points no other point beats in both coordinates (both minimised)."""
     order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
     front, best = [], math.inf

@@ -30,6 +30,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from ..semantics import ir
+from ..solve import pareto_front
 from ..semantics.units import Dim, format_quantity, unit_scale
 
 FIGSIZE = (6.0, 3.5)
@@ -151,14 +152,7 @@ class _Plan:
 
     def upstream(self, node_id: str) -> list[str]:
         """Every node `node_id` reads, transitively, in the plan's topological order."""
-        seen: set[str] = set()
-        stack = [node_id]
-        while stack:
-            n = stack.pop()
-            if n in seen or n not in self.nodes:
-                continue
-            seen.add(n)
-            stack.extend(self.nodes[n].deps)
+        seen = ir.upstream_of(self.el, [node_id])
         return [n for n in self.el.order if n in seen]
 
     def max_context(self, inst: str) -> str | None:
@@ -634,7 +628,7 @@ def _pareto_scatter(plt: Any, table: Any) -> Figure | None:
     (xname, xdim, xunit_req), (yname, ydim, yunit_req) = columns[ix], columns[iy]
     xscale, xunit = _unit(max(abs(p[0]) for p in feasible), xdim, xunit_req)
     yscale, yunit = _unit(max(abs(p[1]) for p in feasible), ydim, yunit_req)
-    front = _front([(p[0], p[1]) for p in feasible])
+    front = pareto_front([(p[0], p[1]) for p in feasible])
     subject = _subject(table)
     title = f"{subject}: {table.title}" if subject else table.title
     fig, ax = _new(plt, title)
@@ -667,16 +661,6 @@ def _pareto_scatter(plt: Any, table: Any) -> Figure | None:
                f"improving one axis costs the other, and grey crosses were eliminated by a constraint.")
     return _finish(plt, fig, f"{_slug(subject or 'search')}-pareto", title, caption)
 
-
-def _front(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point beats on both coordinates (both minimised), by x."""
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
-    front, best = [], math.inf
-    for i in order:
-        if points[i][1] < best:
-            front.append(i)
-            best = points[i][1]
-    return front
 
 
 def _subject(table: Any) -> str:

@@ -151,7 +151,12 @@ def downstream(elaborated: Elaborated, node: str) -> set[str]:
 
 def upstream(elaborated: Elaborated, exprs: list[Expr]) -> set[str]:
     """The nodes these expressions read, transitively."""
-    stack = [r for e in exprs for r in refs(e)]
+    return upstream_of(elaborated, [r for e in exprs for r in refs(e)])
+
+
+def upstream_of(elaborated: Elaborated, node_ids: list[str]) -> set[str]:
+    """These nodes and every node they read, transitively."""
+    stack = list(node_ids)
     out: set[str] = set()
     while stack:
         n = stack.pop()
