@@ -155,7 +155,7 @@ def test_html_places_figures_when_there_are_any(flagship: Rendered) -> None:
     for fig in flagship.figures:
         assert f">{escape(fig.title)}.</strong>" in flagship.html, fig.name
     if flagship.figures:  # ids of several figures must not collide (checked above) and are scoped
-        assert re.search(r'<svg id="f0-svg"', flagship.html)
+        assert re.search(r'<svg id="f0_svg"', flagship.html)
 
 
 def test_html_escapes_everything_the_plan_says(evil: Rendered) -> None:

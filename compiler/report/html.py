@@ -169,7 +169,8 @@ def _slug(text: str) -> str:
 
 
 def _figure(fig: FigureLike, anchor: str, n: int) -> FigureView:
-    return FigureView(anchor, fig.title, fig.caption, Markup(inline_svg(fig.svg, f"f{n}-")))
+    # `_` never occurs in a page anchor, so a figure's ids cannot collide with the page's
+    return FigureView(anchor, fig.title, fig.caption, Markup(inline_svg(fig.svg, f"f{n}_")))
 
 
 _TAG = re.compile(r"<[^!?/][^>]*>")

@@ -107,13 +107,13 @@ def _protect(tex: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def _flatten(el: ET.Element) -> None:
-    """Remove `<mrow>`s that change nothing: a row inside a row (unless it is fenced or starts
-    with an operator, whose form depends on its position), and a row of one element."""
+    """Remove `<mrow>`s that change nothing: a row of one element, and a row inside a row
+    (unless it is fenced, or starts with an operator, whose spacing depends on its position)."""
     for child in el:
         _flatten(child)
     children: list[ET.Element] = []
     for child in el:
-        if child.tag == "mrow" and not child.attrib and len(child) == 1:
+        if child.tag == "mrow" and not child.attrib and len(child) == 1 and child[0].tag != "mo":
             children.append(child[0])
         elif (el.tag in ("mrow", "math") and child.tag == "mrow" and not child.attrib and len(child)
               and child[0].tag != "mo" and not any(c.tag == "mo" and c.get("fence") for c in child)):
@@ -190,11 +190,11 @@ def _lean_rows() -> Iterator[None]:
             return measure(self, line, **kwargs)
         return 0.0, 0.0  # read only by stretchy operators sized to this row, and there are none
 
-    Mrow._get_height_nostretch = lean
+    Mrow._get_height_nostretch = lean  # type: ignore[method-assign]
     try:
         yield
     finally:
-        Mrow._get_height_nostretch = measure
+        Mrow._get_height_nostretch = measure  # type: ignore[method-assign]
 
 
 @functools.cache
