@@ -262,7 +262,14 @@ class _Solver:
         failing = [c for c in constraints if not probe.holds(c, lo)]
         if failing and (direction_up is not False):
             return self._infeasible(ans, probe, failing[0], lo)
-        ups = [] if direction_up is False else [probe.limit_up(c, lo) for c in constraints]
+        try:
+            ups = [] if direction_up is False else [probe.limit_up(c, lo) for c in constraints]
+        except NonMonotone as exc:
+            self.sink.add(dx.QUESTION_INVALID.at(
+                q.span, "no single boundary", message=f"`{exc}` is not monotone in `{unknown}`: it holds, fails and "
+                "holds again as the unknown grows, so there is no single largest value",
+                help="split the range with a `given`, or constrain a quantity that grows with the unknown"))
+            return None
         ans.limits = ups
         bounded = [lim for lim in ups if lim.value is not None]
         if objective is None and maximize and not bounded:
@@ -641,13 +648,7 @@ class _Probe:
         return values
 
     def holds(self, c: ir.Expr, x: Any) -> bool:
-        values = self.values_at(x, [c])
-        if values is None:
-            return False
-        try:
-            return bool(evaluate(c, values))
-        except EvalError:
-            return False
+        return bool(self.value(c, x))  # an undefined point does not satisfy the constraint
 
     def value(self, e: ir.Expr, x: Any) -> Any:
         values = self.values_at(x, [e])

@@ -132,3 +132,16 @@ def test_more_memory_never_lowers_max_batch(hbm: int) -> None:
             a = [x for x in c.answers if isinstance(x, AskAnswer)]
             results.append(a[0].value if a and a[0].value is not None else 0)
     assert results[0] > 0 and results[1] >= results[0]
+
+
+def test_non_monotone_constraint_is_a_diagnostic(compile_text: Callable[[str], Compilation]) -> None:
+    text = """
+kind k {
+  input x: count
+  derive wave: count = if x < 10 then 0 else (if x < 20 then 5 else 0)
+}
+k a { x = 1 }
+ask "x": maximize a.x subject to a.wave <= 1
+"""
+    c = compile_text(text)
+    assert not c.ok and "E0503" in {d.code for d in c.diagnostics}
