@@ -1,15 +1,18 @@
 """Closed forms for one unknown, with the algebra shown.
 
-Contract: `isolate(lowered, constraint, unknown, value)` returns `(steps, closed_form, closed_value)`
-or None when no closed form exists on the active piece.
-- The constraint's two sides are expanded down the node graph until they depend on the unknown
-  only: every subtree that does not involve it becomes its exact value, so the expression stays
-  small. The unknown appears as a sympy symbol named after the field (`\\mathrm{context}`).
-- The active piece at the numeric answer `value`: `ceil`/`floor` are relaxed to their argument
-  (the numeric answer already respects them), and each `max`, `min` and `if` is replaced by the
-  branch that is active at `value`. If what remains is a rational function of the unknown with a
-  numerator of degree ≤ 4, sympy solves `left = right` and the positive real root nearest the
-  numeric answer is the closed form.
+Contract: `isolate(lowered, constraint, unknown, value, values)` returns
+`(steps, closed_form, closed_value)` or None when no closed form exists on the active piece.
+- `values` are the plan's exact node values with the unknown at the numeric answer `value`
+  (at least every node the constraint reads).
+- The constraint's two sides are expanded down the node graph into sympy, in terms of the
+  unknown only: every subtree that does not involve it becomes its exact value, so the
+  expression stays small. The unknown is a sympy symbol named after the field (`\\mathrm{context}`).
+- The active piece is chosen on the IR while expanding, from the exact values at the answer:
+  `ceil`/`floor` are relaxed to their argument (the numeric answer already respects them), and
+  each `max`, `min` and `if` is replaced by the branch active at the answer; no piecewise form
+  ever reaches sympy. If what remains is a rational function of the unknown with a numerator of
+  degree ≤ 4, the numerator's roots (sympy's polynomial root finder) give the closed form: the
+  positive real root nearest the numeric answer.
 - `steps` are (words, LaTeX) pairs: the constraint on the active piece with the plan's values, the
   rearranged equation, the isolated unknown. Numbers print with 6 significant digits.
 """
@@ -18,32 +21,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from .lower import Lowered, to_sympy
+from .lower import EvalError, Lowered, evaluate, sympy_literal, sympy_op
 from .semantics import ir
 
 _RELATIONS = {"<": "<", "<=": "\\le", ">": ">", ">=": "\\ge", "==": "="}
 
 
-def isolate(lowered: Lowered, constraint: ir.Expr, unknown: str, value: Any) -> tuple[list[tuple[str, str]], str, float] | None:
+def isolate(lowered: Lowered, constraint: ir.Expr, unknown: str, value: Any,
+            values: dict[str, Any] | None) -> tuple[list[tuple[str, str]], str, float] | None:
     import sympy as sp
 
-    if not (isinstance(constraint, ir.Op) and constraint.op in _RELATIONS) or value is None:
+    if not (isinstance(constraint, ir.Op) and constraint.op in _RELATIONS) or value is None or values is None:
         return None
     name = unknown.rsplit(".", 1)[-1]
     x = sp.Symbol(f"x_{abs(hash(name)) % 10**6}", positive=True)
-    expand = _Expander(lowered, unknown, x)
+    expand = _Expander(lowered, unknown, x, values)
     try:
         left, right = (expand.expr(a) for a in constraint.args)
-        at = {x: sp.Rational(str(value)) if not isinstance(value, float) else sp.Float(value)}
-        left, right = (_active_piece(side, at) for side in (left, right))
         g = sp.together(left - right)
         if not g.has(x) or not g.is_rational_function(x):
             return None
         numerator = sp.numer(g)
-        if sp.degree(numerator, x) > 4:
+        poly = sp.Poly(numerator, x)
+        if poly.degree() > 4:
             return None
-        roots = [r for r in sp.solve(sp.Eq(numerator, 0), x) if r.is_real and r.is_positive]
-    except (ValueError, TypeError, NotImplementedError, ZeroDivisionError, RecursionError, sp.PolynomialError):
+        roots = [r for r in sp.roots(poly) if r.is_real and r.is_positive]
+    except (ValueError, TypeError, NotImplementedError, ZeroDivisionError, RecursionError, EvalError,
+            sp.PolynomialError):
         return None
     if not roots:
         return None
@@ -60,58 +64,34 @@ def isolate(lowered: Lowered, constraint: ir.Expr, unknown: str, value: Any) -> 
 
 
 class _Expander:
-    """Sympy form of an IR expression in terms of the unknown only."""
+    """Sympy form of an IR expression in terms of the unknown only, on the active piece."""
 
-    def __init__(self, lowered: Lowered, unknown: str, x: Any) -> None:
-        import sympy as sp
-
-        self.sp = sp
+    def __init__(self, lowered: Lowered, unknown: str, x: Any, values: dict[str, Any]) -> None:
         self.lowered = lowered
         self.unknown = unknown
         self.x = x
+        self.values = values
         self.cache: dict[str, Any] = {}
         self.depends = ir.downstream(lowered.elaborated, unknown)
 
     def node(self, node_id: str) -> Any:
         if node_id == self.unknown:
             return self.x
-        if node_id not in self.depends:
-            v = self.lowered.values[node_id]
-            return self.sp.Rational(str(v)) if not isinstance(v, (float, bool)) else (
-                self.sp.true if v is True else self.sp.false if v is False else self.sp.Float(v))
         if node_id not in self.cache:
             self.cache[node_id] = self.expr(self.lowered.elaborated.nodes[node_id].expr)
         return self.cache[node_id]
 
     def expr(self, e: ir.Expr) -> Any:
-        refs = ir.refs(e)
-        symbols = {r: self.sp.Symbol(f"r{i}") for i, r in enumerate(refs)}
-        form = to_sympy(e, symbols)
-        return form.xreplace({symbols[r]: self.node(r) for r in refs})
-
-
-def _active_piece(e: Any, at: dict[Any, Any]) -> Any:
-    import sympy as sp
-
-    def pick(expr: Any) -> Any:
-        if isinstance(expr, (sp.ceiling, sp.floor)):
-            return expr.args[0]
-        if isinstance(expr, (sp.Max, sp.Min)):
-            values = [float(a.xreplace(at)) for a in expr.args]
-            best = max(values) if isinstance(expr, sp.Max) else min(values)
-            return expr.args[values.index(best)]
-        if isinstance(expr, sp.Piecewise):
-            for branch, cond in expr.args:
-                if bool(cond.xreplace(at)):
-                    return branch
-        return expr
-
-    for _ in range(8):  # nested pieces: repeat until nothing is left to choose
-        new = e.replace(lambda n: isinstance(n, (sp.ceiling, sp.floor, sp.Max, sp.Min, sp.Piecewise)), pick)
-        if new == e:
-            break
-        e = new
-    return e
-
-
-
+        if not any(r in self.depends for r in ir.refs(e)):
+            return sympy_literal(evaluate(e, self.values), e.dim == ir.BOOL)
+        if isinstance(e, ir.Ref):
+            return self.node(e.node)
+        assert isinstance(e, ir.Op)
+        if e.op in ("max", "min"):
+            at = [evaluate(a, self.values) for a in e.args]
+            return self.expr(e.args[at.index(max(at) if e.op == "max" else min(at))])
+        if e.op == "if":
+            return self.expr(e.args[1] if evaluate(e.args[0], self.values) else e.args[2])
+        if e.op in ("ceil", "floor"):
+            return self.expr(e.args[0])
+        return sympy_op(e.op, [self.expr(a) for a in e.args])

@@ -104,15 +104,29 @@ class Lowered:
 
 def to_sympy(expr: ir.Expr, symbols: dict[str, Any]) -> Any:
     """Build the sympy form of an IR expression (references become their nodes' symbols)."""
-    import sympy as sp
-
     if isinstance(expr, ir.Lit):
-        if expr.dim == ir.BOOL:
-            return sp.true if expr.value else sp.false
-        return sp.Rational(expr.value.numerator, expr.value.denominator)
+        return sympy_literal(expr.value, expr.dim == ir.BOOL)
     if isinstance(expr, ir.Ref):
         return symbols[expr.node]
-    a = [to_sympy(x, symbols) for x in expr.args]
+    return sympy_op(expr.op, [to_sympy(x, symbols) for x in expr.args])
+
+
+def sympy_literal(value: Any, boolean: bool = False) -> Any:
+    """An exact value (Fraction, float or bool) as a sympy atom."""
+    import sympy as sp
+
+    if boolean or isinstance(value, bool):
+        return sp.true if value else sp.false
+    if isinstance(value, float):
+        return sp.Float(value)
+    value = Fraction(value)
+    return sp.Rational(value.numerator, value.denominator)
+
+
+def sympy_op(op: str, a: list[Any]) -> Any:
+    """One IR operation applied to sympy operands."""
+    import sympy as sp
+
     table: dict[str, Callable[[], Any]] = {
         "+": lambda: sp.Add(a[0], a[1]), "-": lambda: sp.Add(a[0], sp.Mul(-1, a[1])),
         "*": lambda: sp.Mul(a[0], a[1]), "/": lambda: sp.Mul(a[0], sp.Pow(a[1], -1)),
@@ -127,7 +141,7 @@ def to_sympy(expr: ir.Expr, symbols: dict[str, Any]) -> Any:
         "exp": lambda: sp.exp(a[0]), "abs": lambda: sp.Abs(a[0]),
         "erlang_c": lambda: sympy_function("erlang_c")(*a),
     }
-    return table[expr.op]()
+    return table[op]()
 
 
 # ---- exact evaluation ---------------------------------------------------------------------

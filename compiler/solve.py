@@ -365,7 +365,8 @@ class _Solver:
         """Derive the answer in closed form on the active piece and check it."""
         from . import algebra
 
-        result = algebra.isolate(lowered, constraint, unknown, ans.value)
+        values = _Probe(lowered, unknown, ans.integer).values_at(ans.value, [constraint])
+        result = algebra.isolate(lowered, constraint, unknown, ans.value, values)
         if result is None:
             return
         ans.steps, ans.closed_form, ans.closed_value = result
