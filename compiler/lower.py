@@ -253,15 +253,24 @@ def _check_range(value: Value, span: Span) -> Value:
 # ---- the stage ----------------------------------------------------------------------------
 
 
-def lower(elaborated: ir.Elaborated, sink: dx.Sink) -> Lowered:
+def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None) -> Lowered:
+    """`reuse`: an evaluated plan this one is a variant of; a node with the same formula over
+    unchanged inputs keeps its value instead of being evaluated again."""
     out = Lowered(elaborated)
     failed: set[str] = set()
+    changed: set[str] = set()
     problems: list[tuple[ir.Node, EvalError]] = []
     for node_id in elaborated.order:
         node = elaborated.nodes[node_id]
         if any(d in failed for d in node.deps):
             failed.add(node_id)
             continue
+        old = reuse.elaborated.nodes.get(node_id) if reuse is not None else None
+        if (old is not None and node_id in reuse.values and not any(d in changed for d in node.deps)  # type: ignore[union-attr]
+                and (old is node or old.expr == node.expr)):
+            out.values[node_id] = reuse.values[node_id]  # type: ignore[union-attr]
+            continue
+        changed.add(node_id)
         try:
             out.values[node_id] = evaluate(node.expr, out.values)
         except EvalError as exc:

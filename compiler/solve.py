@@ -23,6 +23,7 @@ Contract
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterable
@@ -33,7 +34,7 @@ from typing import Any
 from . import diagnostics as dx
 from .lower import EvalError, Lowered, evaluate, lower
 from .semantics import ir
-from .semantics.elaborate import Elaborator, Instance, InstanceRef, elaborate
+from .semantics.elaborate import Elaborator, Instance, InstanceRef, elaborate, static_key
 from .semantics.resolve import Program
 from .semantics.units import COUNTING_BASES, DIMENSIONLESS, Dim
 from .syntax import ast
@@ -152,17 +153,22 @@ class _Solver:
         return steps[0].name, field_name
 
     def variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
-        """The plan with some definitions replaced, re-elaborated and evaluated (memoised: a
-        comparison, a search and an ask often build the same variant)."""
+        """The plan with some definitions replaced, evaluated (memoised: a comparison, a search
+        and an ask often build the same variant). An override that sets a field to the value it
+        already has is dropped; numeric values for quantities the plan has replace those nodes
+        without re-elaborating; anything else (an enum member, an instance, a field the plan does
+        not use) re-elaborates the plan. Either way only what changed is evaluated again, and
+        the plan's requirements are checked."""
+        overrides = {t: e for t, e in overrides.items() if not self._unchanged(t, e)}
         key = tuple(sorted((t, _expr_key(e)) for t, e in overrides.items()))
         if key not in self._variants:
-            self._variants[key] = self._build_variant(overrides, span)
+            self._variants[key] = self._build_variant(overrides, span) if overrides else self.base
         return self._variants[key]
 
     def _build_variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
         sink = dx.Sink()
-        elaborated = elaborate(self.program, sink, overrides)
-        lowered = lower(elaborated, sink) if not sink.has_errors else None
+        elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides)
+        lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             first = next(d for d in sink.items if d.is_error)
             self.sink.add(dx.QUESTION_INVALID.at(span, "this variant is not a valid plan", message=first.message,
@@ -170,32 +176,42 @@ class _Solver:
             return None
         return lowered
 
-    def with_given(self, given: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
-        """The plan with a question's `given` applied: numeric values of quantities the plan
-        already has are substituted and the graph re-evaluated exactly; anything else (an enum,
-        an instance, a field the plan does not use) re-elaborates the plan."""
-        fixed: dict[str, Any] = {}
-        for (inst, name), e in given.items():
-            node_id = f"{inst}.{name}"
-            value = self.expr_in(e, self.base) if node_id in self.nodes else None
-            if not isinstance(value, ir.Lit) or value.dim != self.nodes[node_id].dim:
-                return self.variant(given, span)
-            fixed[node_id] = value.value
-        if not fixed:
-            return self.base
+    def _quiet_expr(self, e: ast.Expr) -> ir.Expr | Any:
+        """A question's expression elaborated against the plan, or None; reports nothing."""
+        elab = Elaborator(self.program, dx.Sink())
+        elab.out = self.base.elaborated
+        elab.done = {n: node.dim for n, node in self.nodes.items()}  # type: ignore[misc]
+        return elab.expr(e, None)
+
+    def _unchanged(self, target: tuple[str, str], e: ast.Expr) -> bool:
+        node_id = f"{target[0]}.{target[1]}"
         el = self.base.elaborated
-        values = dict(self.base.values)
-        values.update(fixed)
-        changed = set(fixed)
-        try:
-            for node_id in el.order:
-                node = el.nodes[node_id]
-                if node_id not in fixed and any(d in changed for d in node.deps):
-                    values[node_id] = evaluate(node.expr, values)
-                    changed.add(node_id)
-        except EvalError:
-            return self.variant(given, span)
-        return Lowered(el, values)
+        if node_id in el.statics:
+            return static_key(self._quiet_expr(e)) == el.statics[node_id]
+        node = self.nodes.get(node_id)
+        if node is None or not node.is_input:
+            return False
+        value = self._quiet_expr(e)
+        return isinstance(value, ir.Lit) and value.dim == node.dim and value.value == self.base.values.get(node_id)
+
+    def _substituted(self, overrides: dict[tuple[str, str], ast.Expr]) -> ir.Elaborated | None:
+        """The plan's graph with overridden quantities replaced by their literal values, when
+        every override is a number for a quantity the plan already has."""
+        el = self.base.elaborated
+        nodes = dict(el.nodes)
+        for (inst, name), e in overrides.items():
+            node_id = f"{inst}.{name}"
+            node = el.nodes.get(node_id)
+            value = self._quiet_expr(e) if node is not None else None
+            if node is None or not isinstance(value, ir.Lit) or value.dim != node.dim:
+                return None
+            nodes[node_id] = dataclasses.replace(node, expr=value, deps=(), is_input=True, overridden=True,
+                                                 span=e.span, source=None)
+        return dataclasses.replace(el, nodes=nodes)
+
+    def with_given(self, given: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
+        """The plan with a question's `given` applied."""
+        return self.variant(given, span)
 
     def expr_in(self, e: ast.Expr, lowered: Lowered) -> ir.Expr | None:
         """Elaborate a question's expression against a (variant) plan."""

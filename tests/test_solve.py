@@ -145,3 +145,35 @@ ask "x": maximize a.x subject to a.wave <= 1
 """
     c = compile_text(text)
     assert not c.ok and "E0503" in {d.code for d in c.diagnostics}
+
+
+def test_numeric_scenario_still_checks_requirements(compile_text: Callable[[str], Compilation]) -> None:
+    # a numeric override takes the fast path (no re-elaboration); the plan's requirements still hold it
+    c = compile_text(plan('scenario "no users" { t.daily_active_users = 0 users }\nsummary d.devices'))
+    assert "E0503" in {d.code for d in c.diagnostics}
+    assert any("there must be users" in d.message for d in c.diagnostics)
+
+
+def test_given_for_a_derived_quantity_replaces_its_formula(compile_text: Callable[[str], Compilation]) -> None:
+    # y is derived from the unknown x; the given replaces y's formula, so while the solver moves x,
+    # y stays 10: z = 10 + x <= 100 gives x = 90 (recomputing y = 2x would give 33)
+    text = """
+kind k {
+  input x: count
+  derive y: count = 2 * x
+  derive z: count = y + x
+}
+k a { x = 1 }
+ask "x": maximize a.x subject to a.z <= 100 given a.y = 10
+"""
+    (a,) = asks(compile_text(text))
+    assert a.value == 90 and a.closed_value == 90
+
+
+def test_override_to_the_current_value_is_the_plan_itself(compile_text: Callable[[str], Compilation]) -> None:
+    c = compile_text(plan("compare d over weights in [fp8, bf16]\nscenario \"same\" { t.peak_factor = 2 }\n"
+                          "summary d.devices, d.memory_per_device"))
+    compare, scenario = [a for a in c.answers if isinstance(a, TableAnswer)]
+    assert compare.rows[0][1] == [c.lowered.summary[0], c.lowered.summary[1]]  # type: ignore[union-attr]
+    assert compare.rows[1][1][1] > compare.rows[0][1][1]  # bf16 weights take more memory than fp8
+    assert scenario.rows[0][1] == scenario.rows[1][1]

@@ -135,6 +135,17 @@ BUILTINS: dict[str, tuple[int, int]] = {
 }
 
 
+def static_key(value: Value | None) -> str | None:
+    """A key equal for equal static values (across elaborations), None for anything else."""
+    if isinstance(value, ir.EnumValue):
+        return value.id
+    if isinstance(value, InstanceRef):
+        return f"instance {value.instance.name}"
+    if isinstance(value, ir.StaticBool):
+        return str(value.value).lower()
+    return None
+
+
 def describe(value: Value) -> str:
     if isinstance(value, ir.EnumValue):
         return f"the `{value.enum.name}` value `{value.member.name}`"
@@ -431,6 +442,8 @@ class Elaborator:
         self.done[node_id] = value if not isinstance(value, (ir.Lit, ir.Ref, ir.Op)) else value.dim  # type: ignore[assignment]
         if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
             self._record(node_id, value, expr, meta)
+        elif static_key(value) is not None:
+            self.out.statics[node_id] = static_key(value)  # type: ignore[assignment]
         return self._use(node_id, use, text)
 
     def _use(self, node_id: str, use: Span, text: str) -> Value | None:

@@ -122,6 +122,9 @@ class Elaborated:
     title: str | None = None
     scope: str | None = None
     questions: list[ast.Question] = field(default_factory=list)
+    # fields whose value is static (an enum member, an instance, a literal boolean), by a key
+    # that is equal exactly when the values are: `dtype.fp8`, `instance h100_sxm`, `true`
+    statics: dict[str, str] = field(default_factory=dict)
 
 
 # ---- graph helpers shared by lowering, solving and vector evaluation ----------------------
