@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from planc.cachedir import cache_directory
 from planc.source import SourceFile
 from planc.syntax import cache, parser
 
@@ -18,9 +19,9 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "cache"
     monkeypatch.setenv("PLAN_CACHE_DIR", str(directory))
     monkeypatch.delenv("PLAN_NO_CACHE", raising=False)
-    cache._directory.cache_clear()
+    cache_directory.cache_clear()
     yield directory
-    cache._directory.cache_clear()
+    cache_directory.cache_clear()
 
 
 def test_a_cached_parse_equals_a_fresh_one(cache_dir: Path) -> None:
@@ -40,6 +41,24 @@ def test_changed_text_misses(cache_dir: Path) -> None:
 def test_a_directory_others_can_write_is_not_trusted(cache_dir: Path) -> None:
     cache_dir.mkdir(mode=0o700)
     os.chmod(cache_dir, 0o777)
-    cache._directory.cache_clear()
+    cache_directory.cache_clear()
     parser.parse(SourceFile("t.plan", TEXT))
     assert not list(cache_dir.glob("*.ast"))
+
+
+def test_a_changed_syntax_layer_misses(cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pickles hold instances of the AST's classes: a new compiler with changed classes must not load them
+    parser.parse(SourceFile("t.plan", TEXT))
+    assert cache.load(SourceFile("t.plan", TEXT)) is not None
+    copy = tmp_path / "syntax"
+    copy.mkdir()
+    for source in Path(cache.__file__).parent.glob("*.py"):
+        (copy / source.name).write_bytes(source.read_bytes())
+    (copy / "ast.py").write_text((copy / "ast.py").read_text() + "\n# a new field somewhere\n")
+    monkeypatch.setattr(cache, "__file__", str(copy / "cache.py"))
+    cache._grammar_digest.cache_clear()
+    try:
+        assert cache.load(SourceFile("t.plan", TEXT)) is None
+    finally:
+        monkeypatch.undo()
+        cache._grammar_digest.cache_clear()

@@ -1,4 +1,4 @@
-"""The plan AST: frozen, slotted dataclasses, each with a mandatory source span.
+"""The plan AST: frozen dataclasses, each with a mandatory source span.
 
 Contract
 - Every node has `span: Span` as its first field; children are tuples, never lists.
@@ -18,13 +18,13 @@ from ..source import Span
 # ---- expressions --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Name:
     span: Span
     id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Attribute:
     span: Span
     value: Expr
@@ -32,14 +32,14 @@ class Attribute:
     attr_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Index:
     span: Span
     value: Expr
     key: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Number:
     """A literal: `80 GiB`, `1.5 k tokens`, `$2.5/h` (money keeps `$` as its first unit word)."""
 
@@ -50,20 +50,20 @@ class Number:
     unit_span: Span | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Bool:
     span: Span
     value: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Unary:
     span: Span
     op: str  # "-" or "not"
     operand: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class BinOp:
     span: Span
     op: str  # + - * / ^
@@ -72,7 +72,7 @@ class BinOp:
     op_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Compare:
     span: Span
     op: str  # < <= > >= == !=
@@ -81,7 +81,7 @@ class Compare:
     op_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class BoolOp:
     span: Span
     op: str  # and / or
@@ -89,7 +89,7 @@ class BoolOp:
     right: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Call:
     span: Span
     func: str
@@ -97,7 +97,7 @@ class Call:
     args: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class If:
     span: Span
     cond: Expr
@@ -110,7 +110,7 @@ Expr = Union[Name, Attribute, Index, Number, Bool, Unary, BinOp, Compare, BoolOp
 # ---- annotations, types and paths ---------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Annotations:
     """The optional description, `source "..."` and `symbol "..."` after a value."""
 
@@ -120,12 +120,12 @@ class Annotations:
     symbol: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class BoolType:
     span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class UnitType:
     """A unit (`B/s`, `count`) or, when it is a single word naming one, an enum or kind."""
 
@@ -133,7 +133,7 @@ class UnitType:
     words: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class MapType:
     span: Span
     key: str
@@ -145,14 +145,14 @@ class MapType:
 TypeRef = Union[BoolType, UnitType, MapType]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PathStep:
     span: Span
     name: str
     indexed: bool  # `[name]` rather than `.name`
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Path:
     span: Span
     steps: tuple[PathStep, ...]
@@ -168,21 +168,21 @@ class Path:
 # ---- declarations -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Import:
     span: Span
     path: str
     path_span: Span
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Meta:
     span: Span
     key: str  # title / scope
     value: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Attr:
     span: Span
     name: str
@@ -190,7 +190,7 @@ class Attr:
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class EnumMember:
     span: Span
     name: str
@@ -198,7 +198,7 @@ class EnumMember:
     notes: Annotations
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class EnumDecl:
     span: Span
     name: str
@@ -207,7 +207,7 @@ class EnumDecl:
     members: tuple[EnumMember, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class InputDecl:
     span: Span
     name: str
@@ -217,7 +217,7 @@ class InputDecl:
     notes: Annotations
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DeriveDecl:
     span: Span
     name: str
@@ -227,14 +227,14 @@ class DeriveDecl:
     notes: Annotations
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RequireDecl:
     span: Span
     expr: Expr
     message: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Section:
     span: Span
     title: str
@@ -244,7 +244,7 @@ class Section:
 KindItem = Union[InputDecl, DeriveDecl, RequireDecl, Section]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class KindDecl:
     span: Span
     name: str
@@ -255,7 +255,7 @@ class KindDecl:
     items: tuple[KindItem, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Field:
     span: Span
     target: Path
@@ -263,7 +263,7 @@ class Field:
     notes: Annotations
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class InstanceDecl:
     span: Span
     kind: str
@@ -275,7 +275,7 @@ class InstanceDecl:
     fields: tuple[Field, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class LetDecl:
     span: Span
     name: str
@@ -288,14 +288,14 @@ class LetDecl:
 # ---- questions ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Assignment:
     span: Span
     target: Path
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Domain:
     """`path in [a, b]` or `path in lo .. hi [log2|log10|linear]`."""
 
@@ -307,21 +307,21 @@ class Domain:
     step: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Plot:
     span: Span
     kind: str
     axes: tuple[Path, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CheckStmt:
     span: Span
     expr: Expr
     label: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SummaryStmt:
     """`summary chat.devices, chat.tpot`: the headline numbers of the design document."""
 
@@ -329,14 +329,14 @@ class SummaryStmt:
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SolveStmt:
     span: Span
     subject: Path
     unknown: Path
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AskStmt:
     """`ask "title": maximize x subject to c1, c2 given a = 1` or `ask "t": solve l = r for x`."""
 
@@ -350,21 +350,21 @@ class AskStmt:
     given: tuple[Assignment, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ScenarioStmt:
     span: Span
     title: str
     assignments: tuple[Assignment, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CompareStmt:
     span: Span
     subject: Path
     domain: Domain
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SweepStmt:
     span: Span
     subject: Path
@@ -372,7 +372,7 @@ class SweepStmt:
     plot: Plot | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class SearchStmt:
     span: Span
     subject: Path
@@ -387,7 +387,7 @@ Question = Union[CheckStmt, SolveStmt, AskStmt, ScenarioStmt, CompareStmt, Sweep
 Statement = Union[Import, Meta, EnumDecl, KindDecl, InstanceDecl, LetDecl, SummaryStmt, Question]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Module:
     span: Span
     statements: tuple[Statement, ...]

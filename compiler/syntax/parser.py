@@ -4,8 +4,10 @@ Contract
 - `parse(file) -> (Module | None, diagnostics)`. On a syntax error the module is None and there
   is exactly one diagnostic (LALR stops at the first error): what was expected, in words, what
   was found, and — at end of file — which block is still open and where it was opened.
-- The grammar (`grammar/plan.lark`, loaded from the installed package) is compiled once per
-  process. Newlines end statements; `_Continuations` drops the newlines inside brackets, after
+- A file parsed before comes from the parse cache (`cache.py`); Lark and the AST builder are
+  imported only when something must be parsed, so a compile whose files are all cached never
+  loads them. The grammar (`grammar/plan.lark`, loaded from the installed package) is compiled
+  once per process. Newlines end statements; `_Continuations` drops the newlines inside brackets, after
   an operator or before one, and before a description string or `source`, so long expressions
   and annotations may continue on the next line.
 """
@@ -14,15 +16,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-
-from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from typing import TYPE_CHECKING
 
 from .. import diagnostics as dx
 from ..source import SourceFile, Span
 from . import ast
 from . import cache as _cache
-from .builder import build
+
+if TYPE_CHECKING:
+    from lark import Lark, Token
+    from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
 _OPEN = {"LPAR", "LSQB"}
 _CLOSE = {"RPAR", "RSQB"}
@@ -50,6 +53,8 @@ _OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "
 
 @functools.cache
 def _parser() -> Lark:
+    from lark import Lark
+
     return Lark.open_from_package(
         "planc.grammar",
         "plan.lark",
@@ -87,6 +92,10 @@ def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
     cached = _cache.load(file)
     if cached is not None:
         return cached, []
+    from lark.exceptions import UnexpectedInput
+
+    from .builder import build
+
     try:
         tree = _parser().parse(file.text)
     except UnexpectedInput as exc:
@@ -101,6 +110,8 @@ def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
 
 
 def _syntax_error(file: SourceFile, exc: UnexpectedInput) -> dx.Diagnostic:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
     if isinstance(exc, UnexpectedCharacters):
         return _bad_character(file, exc)
     assert isinstance(exc, UnexpectedToken)
