@@ -17,13 +17,13 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, Protocol
 
 import jinja2
 from markupsafe import Markup
 
 from .mathsvg import latex_to_svg
+from .templating import environment, template_source
 from .view import DocumentView, QuestionView
 
 # Where a figure goes: the first rule whose pattern matches its name names the part (a section
@@ -274,13 +274,9 @@ class _Anchors:
         return anchor
 
 
-def _template_source(name: str) -> str:
-    return resources.files("planc.templates").joinpath(name).read_text(encoding="utf-8")
-
-
 @functools.cache
 def _stylesheet() -> Markup:
-    css = _template_source("design.css")
+    css = template_source("design.css")
     assert "</" not in css, "the stylesheet must not close its <style> element"
     return Markup(css)  # the package's own stylesheet, not plan text
 
@@ -293,14 +289,7 @@ def breakable(text: object) -> str:
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(_template_source),
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = environment(autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=True))
     env.filters["breakable"] = breakable
     return env
 

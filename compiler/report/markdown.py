@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from importlib import resources
 from typing import Any
 
 import jinja2
 
+from .templating import environment
 from .view import DocumentView
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-!|$~])")
@@ -34,20 +34,9 @@ def code(text: object) -> str:
     return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
 
 
-def _template_source(name: str) -> str:
-    return resources.files("planc.templates").joinpath(name).read_text(encoding="utf-8")
-
-
 @functools.cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(_template_source),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = environment(autoescape=False)
     env.filters["md"] = md
     env.filters["code"] = code
     return env

@@ -349,7 +349,10 @@ def format_number(x: float, sig: int = 4) -> str:
 
 def _is_count(dim: Dim) -> bool:
     """A pure count of one counting base (`tokens`, `users`, ...)."""
-    return dim.is_dimensionless or any(dim == Dim.of(**{base: 1}) for base in COUNTING_BASES)
+    return dim.is_dimensionless or dim in _COUNTS
+
+
+_COUNTS: Final = frozenset(Dim.of(**{base: 1}) for base in COUNTING_BASES)
 
 
 def _is_counting_rate(dim: Dim) -> bool:
