@@ -11,7 +11,7 @@ Measures, with the wall clock, in fresh subprocesses of the running interpreter
       run from a temporary directory outside the checkout.
 
 Each command gets one untimed warm-up run first (Lark caches its LALR tables in the temp dir on
-first use; the OS file cache warms up too), and the timed runs alternate between the two
+first use, Python writes the bytecode of the compiler's modules, the OS file cache warms up), and the timed runs alternate between the two
 commands so that a change in machine load skews both alike. The target is b/a <= 1.5: the
 compiler itself may cost at most half as much again as importing its libraries. The script also
 runs the compile once under `-X importtime` and reports whether `weasyprint` or `matplotlib` were
@@ -20,11 +20,18 @@ imported on the compile path (they must not be: they belong to the optional PDF/
 Exit status: 0 whatever the verdict, unless `--strict` is given (then 1 when the target is
 missed or a heavy module is imported). A failing compile (exit code other than 0 or 1) is
 always an error (exit 2), since its timing would mean nothing.
+
+Bytecode: the children run with `PYTHONDONTWRITEBYTECODE` removed from their environment. The
+libraries of the baseline load from the `.pyc` files pip wrote when it installed them; an install
+of `plan` from a wheel has them too, but an editable install only gets them once Python may write
+them. With the variable set (some CI images set it), every run would compile the compiler's
+sources again and the ratio would measure that, not the compiler.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -39,9 +46,12 @@ HEAVY = ("weasyprint", "matplotlib")
 QUESTIONS = ("ask ", "scenario ", "compare ", "sweep ", "search ", "  minimize", "  -> ")
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _run(cmd: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=ENV)
     return time.perf_counter() - start, proc
 
 
@@ -62,7 +72,7 @@ def _medians(commands: dict[str, tuple[list[str], set[int]]], cwd: Path, runs: i
 
 def _heavy_imports(cmd: list[str], cwd: Path) -> list[str]:
     """Top-level packages from HEAVY that `-X importtime` shows being imported."""
-    proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], cwd=cwd, capture_output=True, text=True, env=ENV)
     found: set[str] = set()
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:"):

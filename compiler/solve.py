@@ -684,8 +684,8 @@ class _Probe:
     def lowest(self) -> Any:
         return Fraction(1) if self.integer else Fraction(1, 10**6) * max(Fraction(self.lowered.values[self.unknown]), 1)
 
-    def holds_many(self, c: ir.Expr, xs: list[float]) -> list[bool]:
-        """The constraint at many points in one vectorised pass (float64, for bracketing)."""
+    def many(self, e: ir.Expr, xs: list[float], dtype: type) -> Any:
+        """An expression at many points in one vectorised pass (float64, for bracketing)."""
         import numpy as np
 
         from .vector import evaluate as vec_eval
@@ -693,13 +693,31 @@ class _Probe:
 
         self.samples += len(xs)
         values = evaluate_many(self.el, self.lowered.values, {self.unknown: np.array(xs, dtype=float)},
-                               needed(self.el, [c]) | {self.unknown})
-        out = np.broadcast_to(np.asarray(vec_eval(c, values), dtype=bool), (len(xs),))
-        return [bool(v) for v in out]
+                               needed(self.el, [e]) | {self.unknown})
+        return np.broadcast_to(np.asarray(vec_eval(e, values), dtype=dtype), (len(xs),))
+
+    def holds_many(self, c: ir.Expr, xs: list[float]) -> list[bool]:
+        return [bool(v) for v in self.many(c, xs, bool)]
+
+    def narrow(self, inside: Callable[[list[float]], list[bool]], good: float, bad: float,
+               done: Callable[[float, float], bool], c: ir.Expr | None = None) -> tuple[float, float]:
+        """Shrink a bracket (`inside` holds at `good`, not at `bad`) 64-fold per vectorised pass of
+        65 evenly spaced points, until `done`; with `c`, a point inside past one outside means the
+        constraint is not monotone."""
+        for _ in range(12):
+            if done(good, bad):
+                break
+            inner = [good + (bad - good) * k / 64 for k in range(65)]
+            ok = inside(inner)
+            j = ok.index(False) if False in ok else 64
+            if c is not None and any(ok[j:]):
+                raise_nonmonotone(c)
+            good, bad = (inner[j - 1] if j > 0 else good), inner[j]
+        return good, bad
 
     def limit_up(self, c: ir.Expr, lo: Any) -> Limit:
         """The largest x ≥ lo where c holds (c holds at lo): bracketed on a vectorised geometric grid
-        (which also checks monotonicity), narrowed on a linear grid, then exact bisection."""
+        (which also checks monotonicity), narrowed on linear grids, then exact bisection."""
         grid = [float(lo) * 2.0**k for k in range(MAX_DOUBLINGS)]
         ok = self.holds_many(c, grid)
         if all(ok):
@@ -708,15 +726,11 @@ class _Probe:
         first_bad = ok.index(False)
         if any(ok[first_bad:]):
             raise_nonmonotone(c)
-        low = Fraction(grid[first_bad - 1]) if first_bad else Fraction(lo)
         high = Fraction(grid[first_bad])
-        inner = [float(low + (high - low) * k / 64) for k in range(65)]
-        ok_inner = self.holds_many(c, inner)
-        j = ok_inner.index(False) if False in ok_inner else len(inner) - 1
-        if any(ok_inner[j:]):
-            raise_nonmonotone(c)
-        good = Fraction(inner[j - 1]) if j > 0 else low
-        bad = Fraction(inner[j])
+        close = (lambda g, b: b - g <= 64) if self.integer else (lambda g, b: b - g <= abs(g) * 1e-9)  # noqa: E731
+        g, b = self.narrow(lambda xs: self.holds_many(c, xs), grid[first_bad - 1] if first_bad else float(lo),
+                           grid[first_bad], close, c)
+        good, bad = Fraction(g), Fraction(b)
         if self.integer:
             good, bad = Fraction(math.floor(good)), Fraction(math.ceil(bad))
         self.high_seen = max(self.high_seen, high)
@@ -732,32 +746,38 @@ class _Probe:
         return Limit(c, good, self.sides(c, good))
 
     def root(self, diff: ir.Expr) -> float | None:
+        """Where `diff` changes sign nearest the unknown's value: a vectorised geometric grid over
+        2^±40 of it, linear passes down to 1e-12 relative, then exact bisection."""
+        import numpy as np
+
         x0 = max(float(self.lowered.values[self.unknown]), 1e-9)
+        xs = [x0 * 2.0**k for k in range(-40, 41)]
+        ys = self.many(diff, xs, float)
+        s0 = np.sign(ys[40])
+        if not np.isfinite(ys[40]):
+            return None
+        if s0 == 0:
+            return x0
+        crossings = [k for k in range(81) if np.isfinite(ys[k]) and np.sign(ys[k]) != s0]
+        if not crossings:
+            return None
+        k = min(crossings, key=lambda i: abs(i - 40))
+        near = k + 1 if k < 40 else k - 1  # the neighbour towards x0, still on x0's side
+        same_side = lambda pts: [bool(np.isfinite(v) and np.sign(v) == s0) for v in self.many(diff, pts, float)]  # noqa: E731
+        a, b = self.narrow(same_side, xs[near], xs[k], lambda g, h: abs(h - g) <= 1e-12 * max(abs(g), 1e-300))
 
         def f(x: float) -> float | None:
             v = self.value(diff, Fraction(x))
             return None if v is None else float(v)
 
-        f0 = f(x0)
-        if f0 is None:
-            return None
-        if f0 == 0:
-            return x0
-        lo = hi = x0
-        for _ in range(40):
-            lo, hi = lo / 2, hi * 2
-            self.iterations += 1
-            for cand in (hi, lo):
-                fc = f(cand)
-                if fc is not None and (fc > 0) != (f0 > 0):
-                    a, b = sorted((x0, cand))
-                    return self._bisect(f, a, b)
-        return None
+        return self._bisect(f, *sorted((a, b)))
 
     def _bisect(self, f: Callable[[float], float | None], a: float, b: float) -> float:
         fa = f(a)
         self.bracket = (a, b)
         for _ in range(200):
+            if b - a <= 1e-12 * max(abs(a), 1):
+                break
             mid = (a + b) / 2
             self.iterations += 1
             fm = f(mid)
@@ -767,8 +787,6 @@ class _Probe:
                 a, fa = mid, fm
             else:
                 b = mid
-            if b - a <= 1e-12 * max(abs(a), 1):
-                break
         return (a + b) / 2
 
 
