@@ -29,8 +29,10 @@ class SourceFile:
     line_starts: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        starts = [0]
-        starts.extend(i + 1 for i, ch in enumerate(self.text) if ch == "\n")
+        starts, at = [0], self.text.find("\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = self.text.find("\n", at + 1)
         object.__setattr__(self, "line_starts", tuple(starts))
 
     def line_col(self, offset: int) -> tuple[int, int]:
@@ -58,6 +60,11 @@ class Span:
 
     def __repr__(self) -> str:
         return f"Span({self.file.path}:{self.start}-{self.end})"
+
+    def __reduce__(self) -> tuple[type[Span], tuple[SourceFile, int, int]]:
+        # pickled ASTs hold thousands of spans; the constructor is much faster than the
+        # generic state restore of a frozen, slotted dataclass
+        return Span, (self.file, self.start, self.end)
 
     @property
     def line(self) -> int:

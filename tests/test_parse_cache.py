@@ -54,6 +54,7 @@ def test_a_changed_syntax_layer_misses(cache_dir: Path, tmp_path: Path, monkeypa
     copy.mkdir()
     for source in Path(cache.__file__).parent.glob("*.py"):
         (copy / source.name).write_bytes(source.read_bytes())
+    (tmp_path / "source.py").write_bytes((Path(cache.__file__).parent.parent / "source.py").read_bytes())
     (copy / "ast.py").write_text((copy / "ast.py").read_text() + "\n# a new field somewhere\n")
     monkeypatch.setattr(cache, "__file__", str(copy / "cache.py"))
     cache._grammar_digest.cache_clear()

@@ -2,8 +2,8 @@
 
 Contract
 - `load(file)` returns the AST of a file parsed before — same path, same text, same grammar,
-  same compiler version, same sources of the syntax layer (the AST's classes and the code that
-  builds them) — or None. `store(file, module)` records a parse that had no errors.
+  same compiler version, same sources of the syntax layer and of `source.py` (the classes
+  that are pickled and the code that builds them) — or None. `store(file, module)` records a parse that had no errors.
 - Entries live in the compiler's private cache directory (`cachedir.py`: `$PLAN_CACHE_DIR`, else
   `~/.cache/planc`; used only if it belongs to the current user and nobody else may write it, since
   entries are pickles, which run code when loaded). `PLAN_NO_CACHE=1` turns the cache off.
@@ -30,7 +30,8 @@ from . import ast
 def _grammar_digest() -> str:
     digest = hashlib.sha256(__version__.encode())
     digest.update(resources.files("planc.grammar").joinpath("plan.lark").read_bytes())
-    for source in sorted(Path(__file__).parent.glob("*.py")):  # a changed AST class invalidates its pickles
+    here = Path(__file__).parent
+    for source in [*sorted(here.glob("*.py")), here.parent / "source.py"]:  # changed classes invalidate pickles
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
