@@ -113,21 +113,32 @@ AMBIGUOUS_UNITS: Final[Mapping[str, str]] = MappingProxyType({
 _ZERO: Final = (Fraction(0),) * len(BASES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Dim:
     """Exponents of each base dimension, in `BASES` order."""
 
     exponents: tuple[Fraction, ...] = _ZERO
+    # the exponents as plain integers (numerator, denominator, ...): dimensions are hashed and
+    # compared thousands of times per compile, and integers compare in C, Fractions in Python
+    _key: tuple[int, ...] = field(default=(), init=False, repr=False, compare=False)
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.exponents) != len(BASES):
             raise ValueError(f"a Dim needs {len(BASES)} exponents, got {len(self.exponents)}")
-        object.__setattr__(self, "exponents", tuple(Fraction(e) for e in self.exponents))
-        object.__setattr__(self, "_hash", hash(self.exponents))  # Fraction hashing is slow; dims are hashed a lot
+        exponents = tuple(Fraction(e) for e in self.exponents)
+        key = tuple(n for e in exponents for n in (e.numerator, e.denominator))
+        object.__setattr__(self, "exponents", exponents)
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", hash(key))
 
     def __hash__(self) -> int:
         return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Dim):
+            return NotImplemented
+        return self._key == other._key
 
     @classmethod
     def of(cls, **powers: int | Fraction) -> Dim:
