@@ -11,6 +11,10 @@ and, through `sympy_function(name)`, by the symbolic form. Arguments out of the 
   log space, see `_erlang_b`). Non-integer `servers` are rounded
   down. When `load >= servers` the queue is unstable and every arrival waits: C = 1.
   Check value: c = 4, a = 3 → 0.5094 (physics.md §7.6).
+- `erlang_c_many(servers, load)`: the same on numpy arrays, for the vectorised evaluator (grids,
+  searches, uncertainty): the same sum, taken for all points at once term by term; points
+  outside the domain come out as NaN instead of raising. `tests/test_builtins.py` checks that it
+  agrees with `erlang_c`.
 """
 
 from __future__ import annotations
@@ -59,7 +63,45 @@ def _erlang_b(c: int, a: float) -> float:
     return (1.0 / scale) / total
 
 
+def erlang_c_many(servers: Any, load: Any) -> Any:
+    import numpy as np
+
+    c_in, a = np.broadcast_arrays(np.asarray(servers, dtype=float), np.asarray(load, dtype=float))
+    with np.errstate(all="ignore"):
+        c = np.floor(c_in)
+        valid = np.isfinite(c) & np.isfinite(a) & (c >= 1) & (c <= MAX_SERVERS) & (a >= 0)
+        cs, as_ = np.where(valid, c, 1.0), np.where(valid & (a > 0), a, 1.0)
+        tail = cs > as_ + 10 * np.sqrt(as_) + 10  # far in the upper tail: B ≈ P(N = c)
+        lgamma = np.frompyfunc(math.lgamma, 1, 1)
+        b_tail = np.exp(cs * np.log(as_) - as_ - lgamma(cs + 1).astype(float))
+        # near the mode: B = 1 / Σ_j t_j with t_0 = 1, t_j = t_{j-1}·(c − j + 1)/a (P(N = c−j)/P(N = c)),
+        # summed in blocks of terms at once (cumulative sums of the log ratios), each point
+        # until its terms are negligible past the mode
+        total = np.ones_like(cs)
+        active = np.nonzero(~tail & (as_ < cs))[0]
+        log_term = np.zeros(active.size)
+        block, j0 = 256, 0
+        while active.size:
+            cc, aa = cs[active, None], as_[active, None]
+            factor = cc - (j0 + np.arange(1, block + 1))[None, :] + 1
+            ratio = np.where(factor > 0, factor / aa, 0.0)
+            logs = log_term[:, None] + np.cumsum(np.log(ratio), axis=1)
+            terms = np.exp(logs)
+            total[active] += terms.sum(axis=1)
+            j0 += block
+            done = (factor[:, -1] <= 0) | ((terms[:, -1] <= total[active] * 1e-17) & (factor[:, -1] <= aa[:, 0]))
+            log_term = logs[~done, -1]
+            active = active[~done]
+        b = np.where(tail, b_tail, 1.0 / total)
+        rho = as_ / cs
+        out = b / (1 - rho * (1 - b))
+        out = np.where(as_ >= cs, 1.0, out)  # unstable: every arrival waits
+        out = np.where(a == 0, 0.0, out)
+        return np.where(valid, out, np.nan)
+
+
 BUILTINS = {"erlang_c": erlang_c}
+MANY = {"erlang_c": erlang_c_many}  # the same builtins on numpy arrays
 ARITY = {"erlang_c": 2}
 
 

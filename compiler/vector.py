@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .builtins import BUILTINS
+from .builtins import MANY
 from .semantics import ir
 
 Array = Any  # numpy array or float
@@ -62,18 +62,6 @@ def evaluate(expr: ir.Expr, values: dict[str, Array]) -> Array:
     return _OPS[expr.op](args)
 
 
-def _erlang(a: list[Array]) -> Array:
-    impl = BUILTINS["erlang_c"]
-
-    def one(c: float, load: float) -> float:
-        try:
-            return impl(c, load)
-        except ValueError:
-            return float("nan")
-
-    return np.vectorize(one, otypes=[float])(a[0], a[1])
-
-
 _OPS: dict[str, Callable[[list[Array]], Array]] = {
     "+": lambda a: np.add(a[0], a[1]), "-": lambda a: np.subtract(a[0], a[1]),
     "*": lambda a: np.multiply(a[0], a[1]), "/": lambda a: np.divide(a[0], a[1]),
@@ -87,7 +75,7 @@ _OPS: dict[str, Callable[[list[Array]], Array]] = {
     "max": lambda a: np.maximum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
     "ceil": lambda a: np.ceil(a[0]), "floor": lambda a: np.floor(a[0]),
     "sqrt": lambda a: np.sqrt(a[0]), "log": lambda a: np.log(a[0]), "exp": lambda a: np.exp(a[0]),
-    "abs": lambda a: np.abs(a[0]), "erlang_c": _erlang,
+    "abs": lambda a: np.abs(a[0]), "erlang_c": lambda a: MANY["erlang_c"](a[0], a[1]),
 }
 
 

@@ -44,3 +44,28 @@ def test_unstable_queue_always_waits_and_domain_errors() -> None:
 def test_sympy_form_evaluates_numerically() -> None:
     f = sympy_function("erlang_c")
     assert float(f(4, 3)) == pytest.approx(erlang_c(4, 3))
+
+
+def test_the_vectorised_form_agrees_with_the_scalar_one() -> None:
+    import numpy as np
+
+    from planc.builtins import erlang_c_many
+
+    cases = [(4, 3), (1, 0.5), (60, 59.9), (5000, 4990), (5000, 2500), (5000, 4000), (100_000, 99_000),
+             (2400, 2240), (10, 0), (7, 7), (7, 9), (3.7, 2)]
+    servers, loads = np.array([c for c, _ in cases], dtype=float), np.array([a for _, a in cases])
+    many = erlang_c_many(servers, loads)
+    for (c, a), v in zip(cases, many):
+        assert v == pytest.approx(erlang_c(c, a), rel=1e-9, abs=1e-300), (c, a)
+    # outside the domain: NaN, where the scalar form raises
+    assert np.isnan(erlang_c_many(np.array([0.0, 4.0]), np.array([1.0, -1.0]))).all()
+
+
+@given(st.integers(1, 3000), st.floats(0.01, 1.2))
+def test_vectorised_matches_scalar_everywhere(c: int, rho: float) -> None:
+    import numpy as np
+
+    from planc.builtins import erlang_c_many
+
+    assert float(erlang_c_many(np.array([float(c)]), np.array([rho * c]))[0]) == pytest.approx(
+        erlang_c(c, rho * c), rel=1e-9, abs=1e-300)
