@@ -140,6 +140,7 @@ DIMENSION_MISMATCH = Code("E0302", "dimension mismatch", "{what}: {left} vs {rig
 WRONG_TYPE = Code("E0303", "wrong type", "expected {expected}, found {found}")
 BAD_CALL = Code("E0304", "bad function call", "{message}")
 MISSING_KEY = Code("E0305", "missing map entry", "`{owner}` has no entry for `{key}`")
+BAD_RANGE = Code("E0306", "bad range", "{message}")
 # Evaluation
 CYCLE = Code("E0401", "cyclic definition", "cyclic definition: {cycle}")
 DIVISION_BY_ZERO = Code("E0402", "division by zero", "division by zero while evaluating `{name}`")

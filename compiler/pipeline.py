@@ -1,4 +1,5 @@
-"""The pipeline in one screen: parse → resolve → elaborate → lower → solve → report.
+"""The pipeline in one screen: parse → resolve → elaborate → lower → solve (and carry input
+ranges through) → report.
 
 Contract: `compile_plan(path)` never raises for a bad plan; it returns a `Compilation` whose
 `diagnostics` say what is wrong. `lowered` is set only when there are no errors, and only then
@@ -25,6 +26,7 @@ class Compilation:
     lowered: Lowered | None = None
     answers: list[Any] = field(default_factory=list)  # solve.Answer
     sensitivities: list[Any] = field(default_factory=list)  # solve.Sensitivity
+    uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
 
     @property
     def ok(self) -> bool:
@@ -58,6 +60,10 @@ def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
                 result.answers, result.sensitivities = answer(program, lowered, sink)
+            if not sink.has_errors and any(n.interval for n in elaborated.nodes.values()):
+                from .uncertainty import propagate
+
+                result.uncertainty = propagate(lowered)
             if not sink.has_errors:
                 result.lowered = lowered
     result.diagnostics = sink.sorted()

@@ -205,7 +205,7 @@ class _Solver:
             value = self._quiet_expr(e) if node is not None else None
             if node is None or not isinstance(value, ir.Lit) or value.dim != node.dim:
                 return None
-            nodes[node_id] = dataclasses.replace(node, expr=value, deps=(), is_input=True, overridden=True,
+            nodes[node_id] = dataclasses.replace(node, expr=value, deps=(), is_input=True, overridden=True, interval=None,
                                                  span=e.span, source=None)
         return dataclasses.replace(el, nodes=nodes)
 

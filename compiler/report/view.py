@@ -45,6 +45,7 @@ class QuantityView:
     location: str
     overridden: bool
     inputs: tuple[str, ...]
+    range: str = ""  # the interval over the plan's input ranges, with how it was found
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class CheckView:
     right: str
     margin: str
     location: str
+    over_ranges: str = ""  # how much of the input ranges the check holds on
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,15 @@ class SummaryView:
     label: str
     text: str
     location: str
+    range: str = ""
+
+
+@dataclass(frozen=True)
+class UncertaintyView:
+    """Inputs given as ranges and how their intervals were carried to the results."""
+
+    inputs: tuple[tuple[str, str, str], ...]  # (input, range, the midpoint the plan uses)
+    method: str
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,7 @@ class DocumentView:
     checks: list[CheckView] = field(default_factory=list)
     questions: list[QuestionView] = field(default_factory=list)
     sensitivities: list[SensitivityView] = field(default_factory=list)
+    uncertainty: UncertaintyView | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -122,10 +134,31 @@ def location(span: Span) -> str:
 
 
 class _Builder:
-    def __init__(self, lowered: Lowered) -> None:
+    def __init__(self, lowered: Lowered, uncertainty: Any = None) -> None:
         self.lowered = lowered
         self.nodes = lowered.elaborated.nodes
         self.texts: dict[str, str] = {}
+        self.uncertainty = uncertainty
+
+    def range_text(self, interval: Any, dim: ir.Type, unit: str | None) -> str:
+        """`1,072 – 3,136 devices (monotone)`: an interval from `uncertainty.py`."""
+        if interval is None:
+            return ""
+        low, high = self.format(interval.low, dim, unit), self.format(interval.high, dim, unit)
+        how = "monotone: from the corners" if interval.monotone else f"sampled on {self.uncertainty.points:,} points"
+        return f"{low} – {high} ({how})"
+
+    def node_range(self, node_id: str) -> str:
+        u = self.uncertainty
+        if u is None:
+            return ""
+        node = self.nodes[node_id]
+        if node.interval is not None:
+            low, high = (self.format(v, node.dim, node.unit) for v in node.interval)
+            return f"{low} – {high}"  # given; the plan uses the midpoint
+        if node_id in u.undefined:
+            return f"undefined on {format_number(100 * u.undefined[node_id], 3)} % of the input ranges"
+        return self.range_text(u.intervals.get(node_id), node.dim, node.unit)
 
     def value_text(self, node_id: str) -> str:
         if node_id not in self.texts:
@@ -169,10 +202,10 @@ class _Builder:
             substituted=latex.to_latex(node.expr, self.value_leaf),
             result="\\text{" + latex.text(text) + "}",
             source=node.source, location=location(node.span), overridden=node.overridden,
-            inputs=node.deps,
+            inputs=node.deps, range=self.node_range(node_id),
         )
 
-    def check(self, outcome: Outcome, check: ir.Check) -> CheckView:
+    def check(self, outcome: Outcome, check: ir.Check, index: int) -> CheckView:
         left = right = margin = ""
         expr = outcome.expr
         if isinstance(expr, ir.Op) and outcome.left is not None and outcome.right is not None:
@@ -183,7 +216,19 @@ class _Builder:
             label=outcome.label or check.span.text, expression=latex.to_latex(expr, self.formula_leaf),
             substituted=latex.to_latex(expr, self.value_leaf), holds=outcome.holds,
             left=left, right=right, margin=margin, location=location(check.span),
+            over_ranges=self._over_ranges(index),
         )
+
+    def _over_ranges(self, index: int) -> str:
+        u = self.uncertainty
+        if u is None or index >= len(u.checks):
+            return ""
+        share = u.checks[index]
+        if share == 1:
+            return f"holds on all {u.points:,} points of the input ranges"
+        if share == 0:
+            return f"fails on all {u.points:,} points of the input ranges"
+        return f"holds on {format_number(100 * share, 3)} % of {u.points:,} points of the input ranges"
 
     def _margin(self, outcome: Outcome, dim: ir.Type) -> str:
         assert isinstance(outcome.expr, ir.Op) and outcome.left is not None and outcome.right is not None
@@ -226,7 +271,8 @@ def build_document(compilation: Compilation) -> DocumentView:
     lowered = compilation.lowered
     assert lowered is not None
     el = lowered.elaborated
-    b = _Builder(lowered)
+    u = compilation.uncertainty
+    b = _Builder(lowered, u)
     doc = DocumentView(title=el.title or f"Capacity plan: {compilation.path}", scope=el.scope,
                        plan=compilation.path, version=__version__)
     quantities = [b.quantity(n) for n in el.order]
@@ -236,11 +282,20 @@ def build_document(compilation: Compilation) -> DocumentView:
         if not q.is_input:
             sections.setdefault(q.section, []).append(q)
     doc.sections = [SectionView(t, _anchor(t), tuple(qs)) for t, qs in sections.items()]
-    doc.checks = [b.check(o, c) for o, c in zip(lowered.checks, el.checks)]
+    doc.checks = [b.check(o, c, i) for i, (o, c) in enumerate(zip(lowered.checks, el.checks))]
     doc.summary = [
-        SummaryView(expr.span.text, b.format(value, expr.dim, _unit_of(expr, el)), location(expr.span))
-        for expr, value in zip(el.summary, lowered.summary)
+        SummaryView(expr.span.text, b.format(value, expr.dim, _unit_of(expr, el)), location(expr.span),
+                    (b.range_text(u.summary[i], expr.dim, _unit_of(expr, el)) or "does not depend on them")
+                    if u is not None else "")
+        for i, (expr, value) in enumerate(zip(el.summary, lowered.summary))
     ]
+    if u is not None:
+        doc.uncertainty = UncertaintyView(
+            tuple((n, b.node_range(n), b.value_text(n)) for n in u.inputs),
+            f"every quantity that depends on these inputs is evaluated on a grid of {u.levels} values per range "
+            f"({u.points:,} points, both ends included). Where a quantity moves the same way along every line of "
+            "the grid it is taken as monotone in each range, and its interval comes from the corners; otherwise it "
+            "is the smallest and largest value on the grid (sampled), which can miss a narrow extreme between points.")
     answered = {id(a.stmt): a for a in compilation.answers}
     doc.questions = [_question(q, answered.get(id(q)), b) for q in el.questions]
     doc.sensitivities = [
@@ -327,5 +382,6 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "checks": [asdict(c) for c in doc.checks],
         "questions": [asdict(q) for q in doc.questions],
         "sensitivities": [asdict(x) for x in doc.sensitivities],
+        "uncertainty": asdict(doc.uncertainty) if doc.uncertainty else None,
         "warnings": doc.warnings,
     }

@@ -26,7 +26,7 @@ from ..source import Span
 from ..syntax import ast
 from . import ir
 from .resolve import Program
-from .units import DIMENSIONLESS, Dim, UnitError, parse_unit
+from .units import DIMENSIONLESS, Dim, UnitError, format_number, format_quantity, parse_unit
 
 FLOAT_MAX = Fraction(1.7976931348623157e308)
 
@@ -183,7 +183,7 @@ class Elaborator:
             ast.Name: self._name, ast.Attribute: self._attribute, ast.Index: self._index,
             ast.Number: self._number, ast.Bool: self._bool, ast.Unary: self._unary,
             ast.BinOp: self._binop, ast.Compare: self._compare, ast.BoolOp: self._boolop,
-            ast.Call: self._call, ast.If: self._if,
+            ast.Call: self._call, ast.If: self._if, ast.Uncertain: self._range_elsewhere,
         }
 
     # ---- entry point ----------------------------------------------------------------------
@@ -433,7 +433,11 @@ class Elaborator:
             self._cycle(node_id, expr.span)
             return None
         self.stack.append((node_id, expr.span))
-        value = self.expr(expr, scope)
+        interval = None
+        if isinstance(expr, ast.Uncertain):
+            value, interval = self._uncertain(expr, scope)
+        else:
+            value = self.expr(expr, scope)
         self.stack.pop()
         if node_id in self.done:  # a cycle through this node was reported meanwhile
             return None
@@ -441,7 +445,7 @@ class Elaborator:
             value = None
         self.done[node_id] = value if not isinstance(value, (ir.Lit, ir.Ref, ir.Op)) else value.dim  # type: ignore[assignment]
         if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
-            self._record(node_id, value, expr, meta)
+            self._record(node_id, value, expr, meta, interval)
         elif static_key(value) is not None:
             self.out.statics[node_id] = static_key(value)  # type: ignore[assignment]
         return self._use(node_id, use, text)
@@ -452,7 +456,8 @@ class Elaborator:
             return ir.Ref(node_id, done, use, text)
         return done
 
-    def _record(self, node_id: str, value: ir.Expr, expr: ast.Expr, meta: _NodeMeta) -> None:
+    def _record(self, node_id: str, value: ir.Expr, expr: ast.Expr, meta: _NodeMeta,
+                interval: tuple[Fraction, Fraction] | None = None) -> None:
         notes = meta.notes
         base_notes = meta.spec.decl.notes if meta.spec is not None else None
         source = notes.source if notes and notes.source else None
@@ -467,7 +472,7 @@ class Elaborator:
                                            else None)) if meta.spec is not None else None,
             unit=meta.ftype.unit if meta.ftype is not None else None,
             owner=meta.owner, field=meta.field, overridden=meta.overridden,
-            deps=tuple(ir.refs(value)),
+            deps=tuple(ir.refs(value)), interval=interval,
         )
         self.out.nodes[node_id] = node
         self.out.order.append(node_id)
@@ -699,6 +704,40 @@ class Elaborator:
                          type_span=_type_span(spec.decl.type))
         return self._node(node_id, entry.value, inst, meta, e.span, e.span.text)
 
+    def _uncertain(self, e: ast.Uncertain, scope: Instance | None) -> tuple[Value | None, tuple[Fraction, Fraction] | None]:
+        """`low .. high`: the midpoint, and the range the report carries through to the results."""
+        ends = [self.expr(end, scope) for end in (e.low, e.high)]
+        if any(end is None for end in ends):
+            return None, None
+        low, high = ends
+        example = "like `mfu = 0.4 .. 0.6` or `latency = 30 ms .. 50 ms`"
+        if not (isinstance(low, ir.Lit) and isinstance(high, ir.Lit) and isinstance(low.dim, Dim)
+                and all(isinstance(end, ast.Number) for end in (e.low, e.high))):
+            self.sink.add(dx.BAD_RANGE.at(e.span, "not two numbers", message="the ends of a range must be numbers",
+                                          help=f"write both ends as numbers with their units, {example}"))
+            return None, None
+        if low.dim != high.dim:
+            self.sink.add(dx.DIMENSION_MISMATCH.at(
+                e.span, "the two ends differ", what="the ends of a range", left=f"`{low.dim}`", right=f"`{high.dim}`",
+                secondary=[dx.Label(e.low.span, f"this is `{low.dim}`"), dx.Label(e.high.span, f"this is `{high.dim}`")],
+                help=f"write both ends in the same dimension, {example}"))
+            return None, None
+        if not low.value < high.value:
+            self.sink.add(dx.BAD_RANGE.at(e.span, "empty range",
+                                          message=f"the low end `{e.low.span.text}` is not below the high end `{e.high.span.text}`",
+                                          help=f"write the smaller value first, {example}"))
+            return None, None
+        middle = (low.value + high.value) / 2
+        assert isinstance(e.low, ast.Number) and isinstance(e.high, ast.Number)
+        text = _midpoint_text(e.low, e.high, middle, low.dim)
+        return ir.Lit(middle, low.dim, e.span, text), (low.value, high.value)
+
+    def _range_elsewhere(self, e: ast.Uncertain, scope: Instance | None) -> Value | None:
+        self.sink.add(dx.BAD_RANGE.at(e.span, "a range inside an expression",
+                                      message="a range `low .. high` can only be an input's whole value",
+                                      help="give the input the range, and use the input in the expression"))
+        return None
+
     def _number(self, e: ast.Number, scope: Instance | None) -> Value | None:
         try:
             scale, dim = parse_unit(e.units)
@@ -921,6 +960,15 @@ class _NodeMeta:
     overridden: bool
     decl_span: Span
     type_span: Span | None = None
+
+
+def _midpoint_text(low: ast.Number, high: ast.Number, middle: Fraction, dim: Dim) -> str:
+    """The midpoint of `low .. high` as the plan would write it (`0.5`, `40 ms`); in the unit the
+    report would choose when the ends are written in different units, or as money."""
+    if low.units == high.units and not low.text.startswith("$"):
+        number = format_number(float((low.value + high.value) / 2), 6).replace(",", "")
+        return f"{number} {' '.join(low.units)}".strip()
+    return format_quantity(float(middle), dim)
 
 
 def _kind_fields(items: tuple[ast.KindItem, ...]) -> Iterator[ast.InputDecl | ast.DeriveDecl]:

@@ -90,6 +90,7 @@ class Node:
     field: str
     overridden: bool = False  # value set by an instance rather than the kind's default
     deps: tuple[str, ...] = ()
+    interval: tuple[Fraction, Fraction] | None = None  # an input given as `low .. high` (value: the midpoint)
 
 
 @dataclass(frozen=True, slots=True)

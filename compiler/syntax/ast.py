@@ -40,6 +40,16 @@ class Index:
 
 
 @dataclass(frozen=True)
+class Uncertain:
+    """`low .. high` as an input's value: known only within a range (only where a field or a
+    `let` is given its value)."""
+
+    span: Span
+    low: Expr
+    high: Expr
+
+
+@dataclass(frozen=True)
 class Number:
     """A literal: `80 GiB`, `1.5 k tokens`, `$2.5/h` (money keeps `$` as its first unit word)."""
 
@@ -105,7 +115,7 @@ class If:
     orelse: Expr
 
 
-Expr = Union[Name, Attribute, Index, Number, Bool, Unary, BinOp, Compare, BoolOp, Call, If]
+Expr = Union[Name, Attribute, Index, Number, Bool, Unary, BinOp, Compare, BoolOp, Call, If, Uncertain]
 
 # ---- annotations, types and paths ---------------------------------------------------------
 

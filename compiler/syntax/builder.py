@@ -152,6 +152,10 @@ class _Builder(Transformer[Token, Any]):
     def index_step(self, meta: LarkMeta, children: list[Token]) -> ast.PathStep:
         return ast.PathStep(self._tok(children[0]), str(children[0]), True)
 
+    def uncertain(self, meta: LarkMeta, children: list[Any]) -> ast.Uncertain:
+        low, high = children
+        return ast.Uncertain(self._span(meta), low, high)
+
     def let_decl(self, meta: LarkMeta, children: list[Any]) -> ast.LetDecl:
         name, type_, expr, notes = children
         return ast.LetDecl(self._span(meta), str(name), self._tok(name), type_, expr, notes)
