@@ -54,6 +54,7 @@ def test_flagship_gets_every_kind_of_figure(figures: list[Figure], flagship: Com
     assert len(flagship.sensitivities) == 6
     assert tornadoes == ["sensitivity-chat-devices"]
     assert "chat-pareto" in names
+    assert "input-ranges" in names  # the flagship gives two inputs as ranges
     assert len(set(names)) == len(names)
 
 
@@ -104,6 +105,12 @@ def test_figures_agree_with_the_plan(figures: list[Figure], flagship: Compilatio
     assert "TPOT SLO" in named["chat-latency-throughput"].caption  # the plan checks tpot_worst <= 40 ms
     pareto = named["chat-pareto"]
     assert "cost_per_month" in pareto.caption and "tpot_worst" in pareto.caption
+    # the band of each headline result ends at the interval the uncertainty stage found, in its unit
+    ranges = named["input-ranges"]
+    assert flagship.uncertainty is not None
+    devices = flagship.uncertainty.summary[0]
+    assert f"{int(devices.low):,} devices" in ranges.svg and f"{int(devices.high):,} devices" in ranges.svg
+    assert "USD/month" in ranges.svg and "USD/s" not in ranges.svg
 
 
 @needs_matplotlib

@@ -80,6 +80,9 @@ def build_figures(compilation: Any) -> list[Figure]:
         for inst in plan.deployments():
             for draw in (_roofline, _memory_vs_batch, _memory_vs_context, _latency_throughput):
                 out += _drawn(plt, draw, plan, inst)
+        uncertainty = getattr(compilation, "uncertainty", None)
+        if uncertainty is not None:
+            out += _drawn(plt, _ranges, lowered, uncertainty)
         # One tornado: the headline result (the first `summary` item); the report's tables
         # give the elasticities of the others.
         for sensitivity in (getattr(compilation, "sensitivities", None) or [])[:1]:
@@ -602,6 +605,45 @@ def _tornado(plt: Any, sensitivity: Any) -> Figure | None:
     caption = (f"The {len(entries)} inputs {target} is most sensitive to, as elasticities: a bar of +0.5 means "
                f"1 % more of that input raises {target} by about 0.5 %, and a negative bar lowers it.")
     return _finish(plt, fig, f"sensitivity-{_slug(target)}", title, caption)
+
+
+def _ranges(plt: Any, lowered: Any, uncertainty: Any) -> Figure | None:
+    """The headline results over the input ranges: each summary item's interval as a band
+    around its value at the midpoints, in per cent of that value."""
+    import numpy as np
+
+    el = lowered.elaborated
+    rows = []
+    for expr, value, interval in zip(el.summary, lowered.summary, uncertainty.summary):
+        if interval is None or expr.dim == ir.BOOL or not float(value):
+            continue
+        nominal = float(value)
+        unit = el.nodes[expr.node].unit if isinstance(expr, ir.Ref) else None
+        rows.append((" ".join(expr.span.text.split()), nominal, interval, expr.dim, unit))
+    if not rows:
+        return None
+    title = "Headline results over the input ranges"
+    fig, ax = _new(plt, title)
+    y = np.arange(len(rows))
+    for yi, (label, nominal, interval, dim, unit) in zip(y, rows):
+        low, high = (100 * (v / nominal - 1) for v in (interval.low, interval.high))
+        ax.barh(yi, high - low, left=low, height=0.5, color=_BLUE if interval.monotone else _ORANGE, alpha=0.8)
+        ax.annotate(_tx(_q(interval.low, dim, unit)), (low, yi), xytext=(-3, 0), textcoords="offset points",
+                    va="center", ha="right", fontsize=7)
+        ax.annotate(_tx(_q(interval.high, dim, unit)), (high, yi), xytext=(3, 0), textcoords="offset points",
+                    va="center", ha="left", fontsize=7)
+    ax.set_yticks(y, [_tx(r[0]) for r in rows])
+    ax.invert_yaxis()
+    ax.axvline(0, color=_INK, linewidth=0.8)
+    span = max(max(abs(100 * (r[2].low / r[1] - 1)), abs(100 * (r[2].high / r[1] - 1))) for r in rows) or 1.0
+    ax.set_xlim(-span * 1.6, span * 1.6)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("change from the value at the midpoints of the input ranges (%)")
+    names = ", ".join(uncertainty.inputs)
+    caption = (f"Each headline result over the ranges given for {names}: the bar spans its smallest to its largest "
+               "value, in per cent of the value the plan computes at the midpoints (the line at 0); blue bars are "
+               "monotone in every range (exact, from the corners), orange ones were sampled on a grid.")
+    return _finish(plt, fig, "input-ranges", title, caption)
 
 
 def _pareto_scatter(plt: Any, table: Any) -> Figure | None:

@@ -34,6 +34,7 @@ FIGURE_PLACES: tuple[tuple[str, str], ...] = (
     (r"-memory-(batch|context)$", "Memory"),
     (r"-latency-throughput$", "Latency"),
     (r"^sensitivity-", ":sensitivity"),
+    (r"^input-ranges$", ":summary"),
     (r"-pareto$", ":questions"),
 )
 # The fixed parts of the document, in order, with their titles (section titles come between
