@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -63,10 +63,17 @@ def _diagnostics(compilation: object, fmt: str) -> None:
               help="report format: Markdown, JSON, one self-contained HTML page, or PDF (needs `plan-compiler[pdf]`)")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems  [default: json with --format json, else human]")
-def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None) -> None:
+@click.option("--figures", is_flag=True,
+              help="Markdown: also draw the plots (needs `plan-compiler[pdf]`) as SVG files in a folder beside the "
+                   "report, `<report>.figures/`, linked from it (HTML and PDF always carry them inline)")
+def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None, figures: bool) -> None:
     """Compile FILE into a design document."""
     from .pipeline import compile_plan
 
+    target = output if output is not None else Path(plan_file.stem + "." + fmt)
+    if figures and (fmt != "md" or str(target) == "-"):
+        raise click.UsageError("--figures writes SVG files beside a Markdown report: use it with --format md and "
+                               "-o FILE (HTML and PDF carry their figures inline)")
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     result = compile_plan(plan_file)
     _diagnostics(result, diag_fmt)
@@ -75,8 +82,8 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None
     from .report.view import build_document
 
     doc = build_document(result)
-    data = _report(fmt, doc, result)
-    target = output if output is not None else Path(plan_file.stem + "." + fmt)
+    links = _write_figures(result, target) if figures else []
+    data = _report(fmt, doc, result, links)
     if str(target) == "-":
         if isinstance(data, bytes):
             sys.stdout.buffer.write(data)
@@ -93,13 +100,35 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None
     sys.exit(result.exit_code)
 
 
-def _report(fmt: str, doc: DocumentView, result: Compilation) -> str | bytes:
+def _write_figures(result: Compilation, target: Path) -> list[Any]:
+    """Draw the figures into `<target stem>.figures/` beside the report; their link records."""
+    try:
+        from .report.figures import build_figures
+
+        drawn = build_figures(result)
+    except ImportError as exc:
+        click.echo(f"plan: --figures needs matplotlib ({exc}); install it with `pip install 'plan-compiler[pdf]'`",
+                   err=True)
+        sys.exit(2)
+    from .report.markdown import figure_files
+
+    directory = target.stem + ".figures"
+    folder = target.parent / directory
+    folder.mkdir(exist_ok=True)
+    for fig in drawn:
+        (folder / f"{fig.name}.svg").write_text(fig.svg, encoding="utf-8")
+    if drawn:
+        click.echo(f"wrote {len(drawn)} figure(s) to {folder}", err=True)
+    return figure_files(drawn, directory)
+
+
+def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any] | None = None) -> str | bytes:
     """The report in `fmt`: text for md, json and html, bytes for pdf."""
     if fmt in ("md", "json"):
         from .report.markdown import render_json, render_markdown
         from .report.view import document_json
 
-        return render_markdown(doc) if fmt == "md" else render_json(document_json(doc, result))
+        return render_markdown(doc, figures or []) if fmt == "md" else render_json(document_json(doc, result))
     from .report.html import figures_of, render_html
 
     if fmt == "html":

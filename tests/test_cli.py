@@ -112,3 +112,41 @@ def test_json_report_format_prints_json_diagnostics(tmp_path: Path) -> None:
     assert code == 2 and json.loads(err)["diagnostics"][0]["code"] == "E0302"
     code, _, err = run("check", str(bad), "--format", "short")
     assert code == 2 and err.startswith(f"{bad}:1:")
+
+
+def test_markdown_figures_are_files_beside_the_report(tmp_path: Path) -> None:
+    import re
+    from urllib.parse import unquote
+
+    out = tmp_path / "my design.md"
+    code, _, err = run("compile", str(EXAMPLE), "--figures", "-o", str(out))
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    links = re.findall(r"^!\[[^\n]*\]\(([^)\s]+)\)$", text, re.M)
+    assert len(links) >= 6 and "data:" not in text  # GitHub shows no data: images
+    for link in links:
+        path = tmp_path / unquote(link)
+        assert path.parent.name == "my design.figures" and path.suffix == ".svg"
+        assert path.read_text(encoding="utf-8").lstrip().startswith(("<?xml", "<svg"))
+    # each figure sits in its part: the roofline closes the Roofline section
+    roofline = text.index("chat-roofline.svg")
+    assert text.rfind("\n## ", 0, roofline) == text.index("\n## Roofline")
+    # the figures are as deterministic as the text
+    first = {p.name: p.read_bytes() for p in (tmp_path / "my design.figures").iterdir()}
+    assert run("compile", str(EXAMPLE), "--figures", "-o", str(out))[0] == 0
+    assert first == {p.name: p.read_bytes() for p in (tmp_path / "my design.figures").iterdir()}
+    assert out.read_text(encoding="utf-8") == text
+
+
+def test_figures_need_a_markdown_file(tmp_path: Path) -> None:
+    for args in (("-o", "-"), ("--format", "json", "-o", str(tmp_path / "x.json"))):
+        code, _, err = run("compile", str(EXAMPLE), "--figures", *args)
+        assert code == 2 and "--figures" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_markdown_without_figures_links_none(tmp_path: Path) -> None:
+    out = tmp_path / "doc.md"
+    assert run("compile", str(EXAMPLE), "-o", str(out))[0] == 0
+    assert "![" not in out.read_text(encoding="utf-8")
+    assert [p.name for p in tmp_path.iterdir()] == ["doc.md"]

@@ -265,7 +265,7 @@ def _tx(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
 
 
@@ -358,7 +358,7 @@ def _roofline(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     caption = (f"Attainable FLOP/s of one {hardware} device{at_class} against arithmetic intensity "
                f"(log-log): left of the ridge at {_q(ridge, ai_dim)} a step is limited by memory "
                f"bandwidth, right of it by peak compute, and the dots place {inst}'s decode and prefill steps on that roof.")
-    return _finish(plt, fig, f"{_slug(inst)}-roofline", title, caption)
+    return _finish(plt, fig, f"{slug(inst)}-roofline", title, caption)
 
 
 _MEMORY_PARTS = (
@@ -485,7 +485,7 @@ def _memory_vs_batch(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     oom = f"; the shaded region ({boundary}) does not fit" if boundary else ""
     caption = (f"Memory each device of {inst} needs{at} as the batch grows from 1 to {top}, stacked as weights, "
                f"runtime overhead and KV cache against the usable memory line{oom}; the dashed line is the plan's batch.")
-    return _finish(plt, fig, f"{_slug(inst)}-memory-batch", title, caption)
+    return _finish(plt, fig, f"{slug(inst)}-memory-batch", title, caption)
 
 
 def _memory_vs_context(plt: Any, plan: _Plan, inst: str) -> Figure | None:
@@ -516,7 +516,7 @@ def _memory_vs_context(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     caption = (f"Memory each device of {inst} needs at the plan's batch of {_int_text(batch)} as the context grows "
                f"from {_q(low, context_dim)} to {upto}, stacked as weights, runtime overhead and KV cache against "
                f"the usable memory line{oom}; the dashed line is the plan's context.")
-    return _finish(plt, fig, f"{_slug(inst)}-memory-context", title, caption)
+    return _finish(plt, fig, f"{slug(inst)}-memory-context", title, caption)
 
 
 def _latency_throughput(plt: Any, plan: _Plan, inst: str) -> Figure | None:
@@ -573,7 +573,7 @@ def _latency_throughput(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     caption = (f"Time per output token against the output tokens per second of one {inst} replica as the batch "
                f"doubles from 1 to {LATENCY_BATCHES[-1]} (numbers by the points): moving right buys throughput "
                f"with latency, {slo_text}hollow points do not fit in memory and the star is the plan's batch.")
-    return _finish(plt, fig, f"{_slug(inst)}-latency-throughput", title, caption)
+    return _finish(plt, fig, f"{slug(inst)}-latency-throughput", title, caption)
 
 
 # ---- answer figures -----------------------------------------------------------------------
@@ -604,7 +604,7 @@ def _tornado(plt: Any, sensitivity: Any) -> Figure | None:
     ax.set_xlabel("elasticity  d ln y / d ln x  (% change of the target per 1 % change of the input)")
     caption = (f"The {len(entries)} inputs {target} is most sensitive to, as elasticities: a bar of +0.5 means "
                f"1 % more of that input raises {target} by about 0.5 %, and a negative bar lowers it.")
-    return _finish(plt, fig, f"sensitivity-{_slug(target)}", title, caption)
+    return _finish(plt, fig, f"sensitivity-{slug(target)}", title, caption)
 
 
 def _ranges(plt: Any, lowered: Any, uncertainty: Any) -> Figure | None:
@@ -701,7 +701,7 @@ def _pareto_scatter(plt: Any, table: Any) -> Figure | None:
     caption = (f"Each point is a configuration the search lists{labelled}, placed by {xname} and {yname} (lower is "
                f"better on both); the red staircase is the Pareto front of the listed feasible configurations, where "
                f"improving one axis costs the other, and grey crosses were eliminated by a constraint.")
-    return _finish(plt, fig, f"{_slug(subject or 'search')}-pareto", title, caption)
+    return _finish(plt, fig, f"{slug(subject or 'search')}-pareto", title, caption)
 
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,25 +23,10 @@ import jinja2
 from markupsafe import Markup
 
 from .mathsvg import latex_to_svg
+from .placement import PARTS, place
+from .placement import parts as document_parts
 from .templating import environment, template_source
 from .view import DocumentView, QuestionView
-
-# Where a figure goes: the first rule whose pattern matches its name names the part (a section
-# title of the plan, or one of the fixed parts); a figure whose part the document does not have
-# goes to a closing "Figures" section.
-FIGURE_PLACES: tuple[tuple[str, str], ...] = (
-    (r"-roofline$", "Roofline"),
-    (r"-memory-(batch|context)$", "Memory"),
-    (r"-latency-throughput$", "Latency"),
-    (r"^sensitivity-", ":sensitivity"),
-    (r"^input-ranges$", ":summary"),
-    (r"-pareto$", ":questions"),
-)
-# The fixed parts of the document, in order, with their titles (section titles come between
-# assumptions and checks).
-_PARTS = {":summary": "Summary", ":assumptions": "Assumptions", ":checks": "Checks",
-          ":questions": "Questions", ":sensitivity": "Sensitivity", ":figures": "Figures"}
-
 
 class FigureLike(Protocol):
     name: str
@@ -91,16 +76,15 @@ def render_html(doc: DocumentView, figures: Sequence[FigureLike] = (), created: 
 
 def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None) -> Page:
     anchors = _Anchors()
-    fixed = [":summary", ":assumptions"] + [p for p, present in (
-        (":checks", doc.checks), (":questions", doc.questions), (":sensitivity", doc.sensitivities)) if present]
-    placed = _place(figures, set(fixed), {s.title for s in doc.sections}, {s.target for s in doc.sensitivities})
+    fixed = document_parts(doc)
+    placed = place(figures, doc)
     if ("part", ":figures") in placed:
         fixed.append(":figures")
-    parts = {p: anchors.new(_PARTS[p]) for p in fixed}
+    parts = {p: anchors.new(PARTS[p]) for p in fixed}
     sections = {s.title: anchors.new(s.anchor or s.title) for s in doc.sections}
-    toc = [TocEntry(parts[p], _PARTS[p]) for p in fixed[:2]]
+    toc = [TocEntry(parts[p], PARTS[p]) for p in fixed[:2]]
     toc += [TocEntry(sections[s.title], s.title) for s in doc.sections]
-    toc += [TocEntry(parts[p], _PARTS[p]) for p in fixed[2:]]
+    toc += [TocEntry(parts[p], PARTS[p]) for p in fixed[2:]]
     quantities = {q.id: anchors.new("q-" + q.id)
                   for q in [*doc.assumptions, *(q for s in doc.sections for q in s.quantities)]}
     question_anchors = [anchors.new("question-" + q.title) for q in doc.questions]
@@ -145,28 +129,6 @@ def _math(tex: str, inline: bool) -> Markup:
 
 
 # ---- figures ------------------------------------------------------------------------------
-
-
-def _place(figures: Iterable[FigureLike], parts: set[str], sections: set[str],
-           targets: set[str]) -> dict[tuple[str, str], list[tuple[int, FigureLike]]]:
-    """Figures by where they go, in order: ("part", ":questions"), ("section", "Memory"), or
-    ("sensitivity", "chat.devices") for the sensitivity chart of one target."""
-    by_slug = {"sensitivity-" + _slug(t): t for t in sorted(targets)}
-    placed: dict[tuple[str, str], list[tuple[int, FigureLike]]] = {}
-    for n, fig in enumerate(figures):
-        where = next((p for pattern, p in FIGURE_PLACES if re.search(pattern, fig.name)), ":figures")
-        if fig.name in by_slug:
-            key = ("sensitivity", by_slug[fig.name])
-        elif where in parts:
-            key = ("part", where)
-        else:
-            key = ("section", where) if where in sections else ("part", ":figures")
-        placed.setdefault(key, []).append((n, fig))
-    return placed
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def _figure(fig: FigureLike, anchor: str, n: int) -> FigureView:

@@ -1,6 +1,8 @@
 """Render the design document as GitHub-flavoured Markdown (and JSON) with Jinja2.
 
-Contract: `render_markdown(doc) -> str`, byte-identical for the same view model. The Jinja
+Contract: `render_markdown(doc, figures) -> str`, byte-identical for the same view model. Figures
+are not drawn here: the caller writes them as SVG files beside the Markdown and passes their
+link records (`figure_files`); each is shown where the HTML page shows it (`placement.py`). The Jinja
 environment is strict (`StrictUndefined`), does not autoescape (this is not HTML), and instead
 every string from the plan passes through the `md` filter, which escapes Markdown syntax and
 raw HTML; LaTeX strings were escaped when the view model was built. Templates are loaded from
@@ -12,7 +14,10 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -42,8 +47,29 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def render_markdown(doc: DocumentView) -> str:
-    text = _env().get_template("design.md.j2").render(doc=doc)
+@dataclass(frozen=True)
+class FigureFile:
+    """A figure written beside the Markdown file, linked by its relative path (GitHub shows no
+    `data:` images)."""
+
+    name: str
+    title: str
+    caption: str
+    path: str  # relative to the Markdown file, URL-quoted
+
+
+def figure_files(figures: Sequence[Any], directory: str) -> list[FigureFile]:
+    """Link records for figures written as `<directory>/<name>.svg`."""
+    return [FigureFile(f.name, f.title, f.caption, quote(f"{directory}/{f.name}.svg")) for f in figures]
+
+
+def render_markdown(doc: DocumentView, figures: Sequence[FigureFile] = ()) -> str:
+    placed = {}
+    if figures:
+        from .placement import place
+
+        placed = {key: [f for _, f in figs] for key, figs in place(figures, doc).items()}
+    text = _env().get_template("design.md.j2").render(doc=doc, figures=placed)
     return re.sub(r"\n{3,}", "\n\n", text)
 
 

@@ -1,0 +1,55 @@
+"""Where each figure goes in the document, for every format that shows figures.
+
+Contract: `parts(doc)` lists the fixed parts the document has, in order (`:summary`,
+`:assumptions`, then `:checks`, `:questions`, `:sensitivity` when present); `place(figures,
+doc)` groups figures by where they go: `("part", ":summary")`, `("section", "Memory")` (a section
+title of the plan), or `("sensitivity", "chat.devices")` for the sensitivity chart of one target;
+a figure whose place the document does not have goes to `("part", ":figures")`, a closing part.
+Figures keep their order, and each comes with its index among all figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from .figures import slug
+from .view import DocumentView
+
+# The first rule whose pattern matches a figure's name names its part (a section title of the
+# plan, or one of the fixed parts).
+FIGURE_PLACES: tuple[tuple[str, str], ...] = (
+    (r"-roofline$", "Roofline"),
+    (r"-memory-(batch|context)$", "Memory"),
+    (r"-latency-throughput$", "Latency"),
+    (r"^sensitivity-", ":sensitivity"),
+    (r"^input-ranges$", ":summary"),
+    (r"-pareto$", ":questions"),
+)
+# The fixed parts of the document, in order, with their titles (section titles come between
+# assumptions and checks).
+PARTS = {":summary": "Summary", ":assumptions": "Assumptions", ":checks": "Checks",
+         ":questions": "Questions", ":sensitivity": "Sensitivity", ":figures": "Figures"}
+
+
+def parts(doc: DocumentView) -> list[str]:
+    return [":summary", ":assumptions"] + [p for p, present in (
+        (":checks", doc.checks), (":questions", doc.questions), (":sensitivity", doc.sensitivities)) if present]
+
+
+def place(figures: Iterable[Any], doc: DocumentView) -> dict[tuple[str, str], list[tuple[int, Any]]]:
+    fixed = set(parts(doc))
+    sections = {s.title for s in doc.sections}
+    by_slug = {"sensitivity-" + slug(s.target): s.target for s in sorted(doc.sensitivities, key=lambda s: s.target)}
+    placed: dict[tuple[str, str], list[tuple[int, Any]]] = {}
+    for n, fig in enumerate(figures):
+        where = next((p for pattern, p in FIGURE_PLACES if re.search(pattern, fig.name)), ":figures")
+        if fig.name in by_slug:
+            key = ("sensitivity", by_slug[fig.name])
+        elif where in fixed:
+            key = ("part", where)
+        else:
+            key = ("section", where) if where in sections else ("part", ":figures")
+        placed.setdefault(key, []).append((n, fig))
+    return placed

@@ -1,0 +1,53 @@
+"""Golden design documents: the Markdown of every example, byte for byte, and the HTML of a small
+plan with its structure and text exact.
+
+The goldens live in `tests/goldens/`; `PLAN_UPDATE_GOLDENS=1` rewrites them (then read the diff:
+a changed golden is a changed design document). The HTML golden replaces the outlines of the
+typeset math (`<path d="...">`, which belong to ziamath's fonts and version) by a placeholder;
+everything else — markup, text, numbers, escaping — must match.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from planc.pipeline import compile_plan
+from planc.report.markdown import render_markdown
+from planc.report.view import build_document
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDENS = Path(__file__).resolve().parent / "goldens"
+UPDATE = os.environ.get("PLAN_UPDATE_GOLDENS") == "1"
+EXAMPLES = sorted((REPO / "examples").glob("*.plan"))
+
+
+def _check(golden: Path, text: str) -> None:
+    if UPDATE:
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(text, encoding="utf-8")
+    assert golden.is_file(), f"missing {golden.name}; run with PLAN_UPDATE_GOLDENS=1"
+    expected = golden.read_text(encoding="utf-8")
+    assert text == expected, f"{golden.name} differs from the golden; run with PLAN_UPDATE_GOLDENS=1 and review the diff"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_markdown_golden(example: Path) -> None:
+    compilation = compile_plan(example, shown=f"examples/{example.name}")
+    assert compilation.ok
+    _check(GOLDENS / f"{example.stem}.md", render_markdown(build_document(compilation)))
+
+
+SMALL = REPO / "tests" / "cases" / "units" / "ok" / "range_input.plan"
+
+
+def test_html_golden() -> None:
+    pytest.importorskip("ziamath")
+    from planc.report.html import render_html
+
+    compilation = compile_plan(SMALL, shown="range_input.plan")
+    html = render_html(build_document(compilation))
+    _check(GOLDENS / "range_input.html", re.sub(r'(<path[^>]*?\sd=")[^"]*(")', r"\1…\2", html))
