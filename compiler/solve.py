@@ -53,6 +53,8 @@ class Limit:
     constraint: ir.Expr
     value: Fraction | float | None  # None: this constraint does not bound the unknown
     at_limit: tuple[Any, Any] | None = None  # both sides of the constraint at the limit
+    beyond: Fraction | float | None = None  # the nearest value past the limit (where it no longer holds)
+    requirement: bool = False  # a `require` of the plan's kinds (the end of the question's domain), not a constraint it asks
 
 
 @dataclass
@@ -73,6 +75,7 @@ class AskAnswer:
     objective: str | None = None
     objective_value: Any = None
     infeasible: str | None = None
+    lower_limits: bool = False  # the limits are lowest values the constraints need (a minimum), not highest they allow
 
 
 @dataclass
@@ -274,12 +277,15 @@ class _Solver:
                     _span(c), f"does not involve `{unknown}`", name=unknown,
                     help="each constraint must depend on the unknown; check the quantity you named"))
                 return None
-        lo = probe.lowest()
-        failing = [c for c in constraints if not probe.holds(c, lo)]
-        if failing and (direction_up is not False):
-            return self._infeasible(ans, probe, failing[0], lo)
+        lo = probe.defined_from(constraints, probe.lowest())
         try:
-            ups = [] if direction_up is False else [probe.limit_up(c, lo) for c in constraints]
+            start, lows = self._first_feasible(probe, constraints, lo)
+            if isinstance(start, ir.Op):  # the constraint that no value of the unknown satisfies
+                return self._infeasible(ans, probe, start, lo if not lows else lows[-1].beyond)
+            ups = [] if direction_up is False else [probe.limit_up(c, start) for c in constraints]
+            domain = probe.domain_limit(start) if direction_up is not False else None
+            if domain is not None:
+                ups.append(domain)
         except NonMonotone as exc:
             self.sink.add(dx.QUESTION_INVALID.at(
                 q.span, "no single boundary", message=f"`{exc}` is not monotone in `{unknown}`: it holds, fails and "
@@ -294,18 +300,39 @@ class _Solver:
                 help="add a constraint that grows with the unknown (memory, latency)"))
             return None
         if objective is None and not maximize:
-            ans.value, ans.binding = lo, None
-            ans.limits = [Limit(c, lo, probe.sides(c, lo)) for c in constraints]
+            ans.value = start
+            ans.binding = max(lows, key=lambda lim: lim.value) if lows else None  # type: ignore[arg-type, return-value]
+            held = {id(lim.constraint) for lim in lows}
+            ans.limits = lows + [Limit(c, None, probe.sides(c, start)) for c in constraints if id(c) not in held]
+            ans.lower_limits = True
         elif bounded:
             ans.binding = min(bounded, key=lambda lim: lim.value)  # type: ignore[arg-type, return-value]
             ans.value = ans.binding.value
         ans.iterations, ans.monotone_checked = probe.iterations, probe.samples
         ans.bracket = (float(lo), float(probe.high_seen))
         if objective is not None:
-            self._best_objective(ans, probe, objective, lo, maximize)
+            self._best_objective(ans, probe, objective, start, maximize)
         if ans.binding is not None and ans.value is not None:
             self._closed_form(ans, lowered, ans.binding.constraint, unknown)
         return ans
+
+    def _first_feasible(self, probe: _Probe, constraints: list[ir.Expr], lo: Any) -> tuple[Any, list[Limit]]:
+        """The smallest value ≥ lo where every constraint holds, and for each constraint that fails
+        at lo the value from which it holds (`Limit.value`; the binding one is the largest). A
+        constraint that never starts to hold, or one that stops holding before another starts,
+        is returned in place of the value: no value satisfies them all."""
+        failing = [c for c in constraints if not probe.holds(c, lo)]
+        lows: list[Limit] = []
+        for c in failing:
+            fails = probe.limit_up(ir.Op("not", (c,), ir.BOOL, c.span), lo)  # largest value where c fails
+            if fails.value is None or fails.beyond is None:
+                return c, lows
+            lows.append(Limit(c, fails.beyond, probe.sides(c, fails.beyond), beyond=fails.value))
+        start = max((lim.value for lim in lows), default=lo)
+        for c in constraints:
+            if not probe.holds(c, start):
+                return c, sorted(lows, key=lambda lim: lim.value)  # type: ignore[arg-type, return-value]
+        return start, lows
 
     def _best_objective(self, ans: AskAnswer, probe: _Probe, objective: ir.Expr, lo: Any, maximize: bool) -> None:
         """Scan the feasible range of the unknown (vectorised), confirm the best point exactly."""
@@ -636,7 +663,12 @@ class _Solver:
 
 
 class _Probe:
-    """Evaluates the plan exactly with one input replaced, for bisection and brackets."""
+    """Evaluates the plan exactly with one input replaced, for bisection and brackets.
+
+    A value of the unknown that breaks one of the plan's requirements (`require` in the kinds: a
+    utilisation above 1, a burst the replicas cannot absorb) is outside the question's domain:
+    there every constraint counts as not holding and every value as undefined, so the solver
+    never answers with a plan the compiler would reject."""
 
     def __init__(self, lowered: Lowered, unknown: str, integer: bool) -> None:
         self.lowered = lowered
@@ -648,18 +680,23 @@ class _Probe:
         self.bracket: tuple[float, float] | None = None
         self.el = lowered.elaborated
         self.downstream = ir.downstream(self.el, unknown)
+        self.requirements = [r.expr for r in self.el.requirements if set(ir.refs(r.expr)) & self.downstream]
 
-    def values_at(self, x: Any, exprs: list[ir.Expr]) -> dict[str, Any] | None:
-        """Exact values with the unknown at x — only of the nodes `exprs` read."""
+    def values_at(self, x: Any, exprs: list[ir.Expr], enforce: bool = True) -> dict[str, Any] | None:
+        """Exact values with the unknown at x — only of the nodes `exprs` read; None outside the
+        domain (unless `enforce` is off) or where a value is undefined."""
         from .vector import needed
 
-        wanted = needed(self.el, exprs) & self.downstream
+        requirements = self.requirements if enforce else []
+        wanted = needed(self.el, [*exprs, *requirements]) & self.downstream
         values = dict(self.lowered.values)
         values[self.unknown] = x
         try:
             for node_id in self.el.order:
                 if node_id in wanted and node_id != self.unknown:
                     values[node_id] = evaluate(self.el.nodes[node_id].expr, values)
+            if not all(evaluate(r, values) for r in requirements):
+                return None
         except EvalError:
             return None
         return values
@@ -667,8 +704,8 @@ class _Probe:
     def holds(self, c: ir.Expr, x: Any) -> bool:
         return bool(self.value(c, x))  # an undefined point does not satisfy the constraint
 
-    def value(self, e: ir.Expr, x: Any) -> Any:
-        values = self.values_at(x, [e])
+    def value(self, e: ir.Expr, x: Any, enforce: bool = True) -> Any:
+        values = self.values_at(x, [e], enforce)
         if values is None:
             return None
         try:
@@ -693,8 +730,54 @@ class _Probe:
 
         self.samples += len(xs)
         values = evaluate_many(self.el, self.lowered.values, {self.unknown: np.array(xs, dtype=float)},
-                               needed(self.el, [e]) | {self.unknown})
-        return np.broadcast_to(np.asarray(vec_eval(e, values), dtype=dtype), (len(xs),))
+                               needed(self.el, [e, *self.requirements]) | {self.unknown})
+        out = np.broadcast_to(np.asarray(vec_eval(e, values), dtype=dtype), (len(xs),))
+        allowed = np.ones(len(xs), dtype=bool)
+        for r in self.requirements:
+            allowed &= np.broadcast_to(np.asarray(vec_eval(r, values), dtype=bool), (len(xs),))
+        return np.where(allowed, out, False if dtype is bool else np.nan)
+
+    def defined_from(self, constraints: list[ir.Expr], lo: Any) -> Any:
+        """The smallest value on the doubling grid from `lo` where every constraint can be evaluated
+        (a utilisation of 10⁻⁶ asks for more servers than the queueing model takes): below it the
+        question has no answer to give, rather than a violated constraint."""
+        import numpy as np
+
+        from .vector import evaluate_many, needed
+
+        grid = [float(lo) * 2.0**k for k in range(MAX_DOUBLINGS)]
+        reads = needed(self.el, [*constraints, *self.requirements])
+        wanted = reads & self.downstream
+        values = evaluate_many(self.el, self.lowered.values, {self.unknown: np.array(grid)}, reads | {self.unknown})
+        ok = np.array(self.allowed_many(grid), dtype=bool)
+        for node_id in wanted:  # every quantity the exact evaluator would compute must have a value
+            if self.el.nodes[node_id].dim != ir.BOOL:
+                ok &= np.isfinite(np.broadcast_to(np.asarray(values[node_id], dtype=float), (len(grid),)))
+        if ok[0] or not ok.any():
+            return lo
+        first = Fraction(grid[int(np.argmax(ok))])
+        return Fraction(math.ceil(first)) if self.integer else first
+
+    def allowed_many(self, xs: list[float]) -> list[bool]:
+        """Whether each value keeps every requirement of the plan (vectorised)."""
+        if not self.requirements:
+            return [True] * len(xs)
+        return self.holds_many(ir.Lit(Fraction(1), ir.BOOL, _span(self.requirements[0]), "true"), xs)
+
+    def domain_limit(self, lo: Any) -> Limit | None:
+        """Where the plan's requirements stop admitting larger values, as a limit on the requirement
+        that fails first; None when they do not bound the unknown."""
+        if not self.requirements:
+            return None
+        every = self.requirements[0]
+        for r in self.requirements[1:]:
+            every = ir.Op("and", (every, r), ir.BOOL, _span(r))
+        whole = self.limit_up(every, lo, domain=True)
+        if whole.value is None or whole.beyond is None:
+            return None
+        failing = next((r for r in self.requirements if self.value(r, whole.beyond, enforce=False) is False),
+                       self.requirements[0])
+        return Limit(failing, whole.value, self.sides(failing, whole.value), beyond=whole.beyond, requirement=True)
 
     def holds_many(self, c: ir.Expr, xs: list[float]) -> list[bool]:
         return [bool(v) for v in self.many(c, xs, bool)]
@@ -715,16 +798,33 @@ class _Probe:
             good, bad = (inner[j - 1] if j > 0 else good), inner[j]
         return good, bad
 
-    def limit_up(self, c: ir.Expr, lo: Any) -> Limit:
+    def limit_up(self, c: ir.Expr, lo: Any, domain: bool = False) -> Limit:
         """The largest x ≥ lo where c holds (c holds at lo): bracketed on a vectorised geometric grid
-        (which also checks monotonicity), narrowed on linear grids, then exact bisection."""
+        (which also checks monotonicity), narrowed on linear grids, then exact bisection. A constraint
+        monotone over all values gets its own limit even past the plan's domain (the domain's end is
+        a limit of its own, `domain_limit`); one that is not is searched within the domain only.
+        `domain=True` searches without that distinction."""
+        if not domain and self.requirements:
+            # c's own limit, as if the plan had no requirements ("memory would allow 671,737 tokens"),
+            # when c is monotone over all values; else c's limit within the domain
+            saved, self.requirements = self.requirements, []
+            try:
+                return self.limit_up(c, lo, domain=True)
+            except NonMonotone:
+                pass
+            finally:
+                self.requirements = saved
         grid = [float(lo) * 2.0**k for k in range(MAX_DOUBLINGS)]
-        ok = self.holds_many(c, grid)
+        ok = self.holds_many(c, grid)  # False outside the domain too
+        end = len(grid)
+        if not domain and self.requirements:  # monotonicity matters only up to the end of the domain
+            allowed = self.allowed_many(grid)
+            end = allowed.index(False) if False in allowed else len(grid)
         if all(ok):
             self.high_seen = max(self.high_seen, Fraction(grid[-1]))
             return Limit(c, None)
         first_bad = ok.index(False)
-        if any(ok[first_bad:]):
+        if any(ok[first_bad:end]):
             raise_nonmonotone(c)
         high = Fraction(grid[first_bad])
         close = (lambda g, b: b - g <= 64) if self.integer else (lambda g, b: b - g <= abs(g) * 1e-9)  # noqa: E731
@@ -743,7 +843,9 @@ class _Probe:
                 good = mid
             else:
                 bad = mid
-        return Limit(c, good, self.sides(c, good))
+        if not domain and self.requirements and self.value(c, bad, enforce=False) is True:
+            return Limit(c, None)  # c still holds where the domain ends: it does not bound the unknown
+        return Limit(c, good, self.sides(c, good), beyond=bad)
 
     def root(self, diff: ir.Expr) -> float | None:
         """Where `diff` changes sign nearest the unknown's value: a vectorised geometric grid over

@@ -177,3 +177,65 @@ def test_override_to_the_current_value_is_the_plan_itself(compile_text: Callable
     assert compare.rows[0][1] == [c.lowered.summary[0], c.lowered.summary[1]]  # type: ignore[union-attr]
     assert compare.rows[1][1][1] > compare.rows[0][1][1]  # bf16 weights take more memory than fp8
     assert scenario.rows[0][1] == scenario.rows[1][1]
+
+
+def test_minimize_finds_where_the_constraints_start_to_hold(compile_text: Callable[[str], Compilation]) -> None:
+    # y = 100/x <= 7 fails for small x: the fewest x is the first whole number where it holds (it used
+    # to answer the smallest value tried, x = 1, where the constraint is violated)
+    text = """
+kind k {
+  input x: count
+  derive y: count = 100 / x
+  derive z: count = x
+}
+k a { x = 1 }
+ask "x": minimize a.x subject to a.y <= 7, a.z <= 50
+"""
+    (a,) = asks(compile_text(text))
+    assert a.value == 15 and a.binding is not None and " ".join(a.binding.constraint.span.text.split()) == "a.y <= 7"
+    assert a.lower_limits and a.closed_value == pytest.approx(100 / 7)
+
+
+def test_minimize_with_constraints_that_exclude_each_other_is_infeasible(
+        compile_text: Callable[[str], Compilation]) -> None:
+    text = """
+kind k {
+  input x: count
+  derive y: count = 100 / x
+}
+k a { x = 1 }
+ask "x": minimize a.x subject to a.y <= 7, a.x <= 10
+"""
+    c = compile_text(text)
+    assert "W0505" in {d.code for d in c.diagnostics} and c.exit_code == 1
+
+
+def test_highest_utilisation_for_the_p99_ttft(compile_text: Callable[[str], Compilation]) -> None:
+    # the queueing question: the busiest each replica may run (so the fewest replicas) while the p99
+    # TTFT in a burst stays within its budget, under the plan's bursty arrivals (M/G/c, Erlang C)
+    c = compile_text(plan('ask "q": maximize d.utilization_target subject to d.ttft_tail <= 60 ms'))
+    (a,) = asks(c)
+    assert a.value is not None and 0 < a.value < 1 and a.binding is not None
+    assert " ".join(a.binding.constraint.span.text.split()) == "d.ttft_tail <= 60 ms"
+    left, right = a.binding.at_limit  # type: ignore[misc]
+    assert left <= right == Fraction(6, 100)
+    assert a.binding.beyond is not None and a.binding.beyond > a.value  # just past it the budget breaks
+
+
+def test_a_requirement_of_the_plan_can_bind(compile_text: Callable[[str], Compilation]) -> None:
+    # max context at batch 1: memory would allow far more than the model was trained for, and the
+    # deployment kind requires `context <= model.max_context`; the requirement binds
+    (ctx,) = asks(compile_text(plan('ask "c": maximize d.context subject to d.memory_per_device <= 80 GB '
+                                    "given d.batch = 1")))
+    assert ctx.value == 131072 and ctx.binding is not None and "max_context" in ctx.binding.constraint.span.text
+    memory = next(lim for lim in ctx.limits if "memory_per_device" in lim.constraint.span.text)
+    assert memory.value is not None and memory.value > 4 * 131072
+    assert ctx.closed_value == 131072  # the closed form of the binding requirement
+
+
+def test_the_queue_must_absorb_a_burst(compile_text: Callable[[str], Compilation]) -> None:
+    # a utilisation target so high that a burst outruns the replicas: the deployment is rejected
+    # with the requirement's message instead of reporting a negative queueing delay
+    c = compile_text(plan("").replace("batch = 32", "batch = 32\n  utilization_target = 1"))
+    assert not c.ok
+    assert any("queue grows without bound" in d.message for d in c.diagnostics)

@@ -330,8 +330,19 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     result = f"{ans.unknown} = {fmt(ans.value)}"
     if ans.objective_value is not None:
         result += f", giving {ans.stmt.target.dotted} = {_any(b, ans.objective_value)}"
-    limits = tuple((" ".join(lim.constraint.span.text.split()), fmt(lim.value)) for lim in ans.limits)
-    binding = " ".join(ans.binding.constraint.span.text.split()) if ans.binding is not None else ""
+    def limit(v: Any) -> str:
+        if ans.stmt.equation is not None:
+            return f"holds at {fmt(v)}"
+        if v is None:
+            return "no lower limit" if ans.lower_limits else "no upper limit"
+        return ("at least " if ans.lower_limits else "at most ") + fmt(v)
+
+    def name(lim: Any) -> str:
+        text = " ".join(lim.constraint.span.text.split())
+        return f"{text} (a requirement of the plan)" if lim.requirement else text
+
+    limits = tuple((name(lim), limit(lim.value)) for lim in ans.limits)
+    binding = name(ans.binding) if ans.binding is not None else ""
     method = (f"bracketed on [{_short(ans.bracket[0])}, {_short(ans.bracket[1])}]"
               f"{' over whole numbers' if ans.integer else ''}: {ans.monotone_checked} points checked for monotonicity "
               f"on a vectorised grid, {ans.iterations} exact evaluations to the boundary") if ans.bracket else ""
