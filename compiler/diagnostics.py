@@ -148,7 +148,6 @@ OVERFLOW = Code("E0403", "numeric overflow", "`{name}` overflows ({detail})")
 IMPOSSIBLE_VALUE = Code("E0404", "physically impossible value", "{message}")
 NOT_A_NUMBER = Code("E0405", "undefined value", "`{name}` has no defined value ({detail})")
 # Questions
-UNSUPPORTED_QUESTION = Code("W0501", "question not yet supported", "`{keyword}` questions are not answered yet", W)
 CHECK_NOT_COMPARISON = Code("E0502", "check is not a comparison", "a `check` needs a comparison, found {found}")
 QUESTION_INVALID = Code("E0503", "question cannot be evaluated", "{message}")
 UNDERDETERMINED = Code("E0504", "under-determined question", "`{name}` is not determined by this question")

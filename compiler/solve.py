@@ -100,7 +100,31 @@ class Sensitivity:
     entries: list[tuple[str, float]]  # input node, elasticity d ln y / d ln x
 
 
-Answer = AskAnswer | TableAnswer
+@dataclass
+class Choice:
+    """A `max`, `min` or `if` in the formulas behind a solved quantity, and which branch is in effect."""
+
+    node: str  # the quantity whose formula makes the choice
+    op: str
+    branches: list[ir.Expr]  # the one in effect first
+    values: list[Any]  # parallel to branches (None where undefined)
+
+
+@dataclass
+class SolveAnswer:
+    """`solve <quantity> for <instance>`: a derived quantity with the choices that decide it, or an
+    input with the range over which every check of the plan holds (the two ends as asks)."""
+
+    stmt: ast.SolveStmt
+    unknown: str
+    dim: ir.Type
+    value: Any = None
+    choices: list[Choice] = field(default_factory=list)
+    low: AskAnswer | None = None
+    high: AskAnswer | None = None
+
+
+Answer = AskAnswer | TableAnswer | SolveAnswer
 
 
 # ---- the stage ----------------------------------------------------------------------------
@@ -136,10 +160,8 @@ class _Solver:
             return self.table(q, q.subject, list(q.domains), "sweep", q.plot)
         if isinstance(q, ast.SearchStmt):
             return self.search(q)
-        self.sink.add(dx.UNSUPPORTED_QUESTION.at(
-            q.span, "parsed, not answered", keyword="solve",
-            help="write it as `ask \"...\": minimize <quantity> subject to <constraints> over <input>`"))
-        return None
+        assert isinstance(q, ast.SolveStmt)
+        return self.solve(q)
 
     # ---- paths and variants ---------------------------------------------------------------
     def target(self, path: ast.Path, subject: ast.Path | None = None) -> tuple[str, str] | None:
@@ -268,6 +290,10 @@ class _Solver:
                  constraints: list[ir.Expr], objective: ir.Expr | None) -> AskAnswer | None:
         integer = _is_integer(node, lowered.values[unknown])
         maximize = q.objective == "maximize"
+        # `a == b` bounds from both sides: as `a <= b` and `a >= b`, each monotone where the other is not
+        constraints = [half for c in constraints for half in (
+            (ir.Op("<=", c.args, c.dim, c.span), ir.Op(">=", c.args, c.dim, c.span))
+            if isinstance(c, ir.Op) and c.op == "==" else (c,))]
         direction_up = maximize if objective is None else None
         ans = AskAnswer(q, unknown, node.dim, integer)  # type: ignore[arg-type]
         probe = _Probe(lowered, unknown, integer)
@@ -413,6 +439,81 @@ class _Solver:
         if result is None:
             return
         ans.steps, ans.closed_form, ans.closed_value = result
+
+    # ---- solve <quantity> for <instance> ---------------------------------------------------
+    def solve(self, q: ast.SolveStmt) -> SolveAnswer | None:
+        """A derived quantity: its value and every choice (`max`, `min`, `if`) in the formulas it
+        is computed from, with the branch in effect and what the others would give. An input: the
+        smallest and largest values for which every check of the plan that depends on it holds."""
+        quantity, subject = q.subject, q.unknown  # `solve devices for chat`
+        if len(subject.steps) != 1 or not isinstance(self.program.names.get(subject.steps[0].name), ast.InstanceDecl):
+            self.sink.add(dx.WRONG_TYPE.at(subject.span, "not an instance", expected="an instance after `for`",
+                                           found=f"`{subject.dotted}`",
+                                           help="name the instance the quantity belongs to: `solve devices for chat`"))
+            return None
+        t = self.target(quantity, subject)
+        if t is None:
+            return None
+        node_id = f"{t[0]}.{t[1]}"
+        node = self.nodes.get(node_id)
+        if node is None or not isinstance(node.dim, Dim):
+            self.sink.add(dx.UNDERDETERMINED.at(quantity.span, "not a quantity of this plan", name=node_id,
+                                                help="name a numeric field of the instance, like `solve devices for chat`"))
+            return None
+        ans = SolveAnswer(q, node_id, node.dim, self.base.values.get(node_id))
+        if not node.is_input:
+            ans.choices = self._choices(node_id)
+            return ans
+        checks = [c.expr for c in self.base.elaborated.checks if _depends(self.base, c.expr, node_id)]
+        if not checks:
+            self.sink.add(dx.UNDERDETERMINED.at(
+                q.span, "no check of the plan depends on it", name=node_id,
+                help="add a `check` on a quantity computed from it, or ask with explicit constraints"))
+            return None
+        for objective in ("minimize", "maximize"):
+            ask = ast.AskStmt(q.span, f"{objective} {node_id}", objective, quantity, None, (), None, ())
+            found = self.optimize(ask, self.base, node_id, node, checks, None)
+            if found is None:
+                return None
+            if objective == "minimize":
+                ans.low = found
+            else:
+                ans.high = found
+        return ans
+
+    def _choices(self, node_id: str) -> list[Choice]:
+        el = self.base.elaborated
+        cone = ir.upstream_of(el, [node_id])
+        out: list[Choice] = []
+        for n in reversed(el.order):
+            if n not in cone:
+                continue
+            stack = [el.nodes[n].expr]
+            while stack:
+                e = stack.pop()
+                if not isinstance(e, ir.Op):
+                    continue
+                stack.extend(e.args)
+                if e.op not in ("max", "min", "if"):
+                    continue
+                branches = list(e.args[1:]) if e.op == "if" else list(e.args)
+                values = []
+                for b in branches:
+                    try:
+                        values.append(evaluate(b, self.base.values))
+                    except EvalError:
+                        values.append(None)
+                if e.op == "if":
+                    active = 0 if evaluate(e.args[0], self.base.values) else 1
+                else:
+                    defined = [v for v in values if v is not None]
+                    best = (max if e.op == "max" else min)(defined) if defined else None
+                    active = values.index(best) if best is not None else 0
+                if len({v for v in values if v is not None}) < 2:
+                    continue  # every branch gives the same: nothing is decided here
+                order = [active] + [i for i in range(len(branches)) if i != active]
+                out.append(Choice(n, e.op, [branches[i] for i in order], [values[i] for i in order]))
+        return out
 
     # ---- scenarios, comparisons, sweeps ---------------------------------------------------
     def headline(self, lowered: Lowered) -> list[tuple[str, ir.Type, str | None, Any]]:

@@ -12,7 +12,7 @@ from planc.diagnostics import (
     FILE_MISSING,
     UNEXPECTED_EOF,
     UNKNOWN_NAME,
-    UNSUPPORTED_QUESTION,
+    INFEASIBLE,
     Diagnostic,
     Label,
 )
@@ -53,7 +53,7 @@ def unknown_layres(*secondary: Label, notes: tuple[str, ...] = ()) -> Diagnostic
 
 def question_warning() -> Diagnostic:
     plan = SourceFile("plans/q.plan", "compare a with b\n")
-    return UNSUPPORTED_QUESTION.at(span_of(plan, "compare"), "not answered", keyword="compare")
+    return INFEASIBLE.at(span_of(plan, "compare"), "not answered", unknown="b", detail="even `b` = 1 fails")
 
 
 def missing_file() -> Diagnostic:
@@ -242,7 +242,7 @@ def test_multi_line_note_is_indented_under_its_text() -> None:
 
 def test_warning_block_and_blank_line_between_blocks() -> None:
     expected = (
-        "warning[W0501]: `compare` questions are not answered yet\n"
+        "warning[W0505]: no value of `b` satisfies the constraint: even `b` = 1 fails\n"
         " --> plans/q.plan:1:1\n"
         "  |\n"
         "1 | compare a with b\n"
@@ -292,7 +292,7 @@ def test_color_on_paints_header_carets_and_gutter() -> None:
     colored = render_human(diags, color=True)
     assert "\x1b[1;31merror[E0201]\x1b[0m: unknown name `layres`" in colored
     assert "\x1b[1;31m^^^^^^ not declared\x1b[0m" in colored
-    assert "\x1b[1;33mwarning[W0501]\x1b[0m" in colored
+    assert "\x1b[1;33mwarning[W0505]\x1b[0m" in colored
     assert "\x1b[1;33m^^^^^^^ not answered\x1b[0m" in colored
     assert "\x1b[1;34m12 |\x1b[0m   params = layres * 2" in colored
     assert "\x1b[1;34m------ similar\x1b[0m" in colored
@@ -306,7 +306,7 @@ def test_short_form_one_line_each_with_trailing_newline() -> None:
     text = render_short([unknown_layres(), question_warning(), missing_file()])
     assert text == (
         "plans/x.plan:12:12: error[E0201]: unknown name `layres` (help: did you mean `layers`?)\n"
-        "plans/q.plan:1:1: warning[W0501]: `compare` questions are not answered yet\n"
+        "plans/q.plan:1:1: warning[W0505]: no value of `b` satisfies the constraint: even `b` = 1 fails\n"
         "error[E0001]: cannot read `plans/nope.plan`: no such file (help: check the path)\n"
     )
 

@@ -239,3 +239,34 @@ def test_the_queue_must_absorb_a_burst(compile_text: Callable[[str], Compilation
     c = compile_text(plan("").replace("batch = 32", "batch = 32\n  utilization_target = 1"))
     assert not c.ok
     assert any("queue grows without bound" in d.message for d in c.diagnostics)
+
+
+def test_solve_a_derived_quantity_shows_what_decides_it(compile_text: Callable[[str], Compilation]) -> None:
+    from planc.solve import SolveAnswer
+
+    c = compile_text(plan("solve devices for d"))
+    (a,) = [x for x in c.answers if isinstance(x, SolveAnswer)]
+    assert a.value == c.lowered.values["d.devices"]  # type: ignore[union-attr]
+    replicas = next(ch for ch in a.choices if ch.node == "d.replicas")
+    # replicas = max(throughput_replicas, concurrency_replicas): the one in effect comes first
+    assert replicas.op == "max" and replicas.values[0] >= replicas.values[1]
+    assert replicas.values[0] == c.lowered.values["d.replicas"]  # type: ignore[union-attr]
+
+
+def test_solve_an_input_gives_the_range_every_check_allows(compile_text: Callable[[str], Compilation]) -> None:
+    from planc.solve import SolveAnswer
+
+    c = compile_text(plan("check d.memory_per_device <= d.usable_memory\ncheck d.tpot_worst <= 40 ms\n"
+                          "solve batch for d\n"
+                          'ask "b": maximize d.batch subject to d.memory_per_device <= d.usable_memory, d.tpot_worst <= 40 ms'))
+    solved = next(x for x in c.answers if isinstance(x, SolveAnswer))
+    (ask,) = asks(c)
+    assert solved.low is not None and solved.high is not None
+    assert solved.low.value == 1 and solved.high.value == ask.value  # the same boundary as the explicit ask
+
+
+def test_solve_needs_an_instance_and_a_check(compile_text: Callable[[str], Compilation]) -> None:
+    c = compile_text(plan("solve batch for nothing"))
+    assert "E0303" in {d.code for d in c.diagnostics}
+    c = compile_text(plan("solve batch for d"))  # no check depends on the batch
+    assert "E0504" in {d.code for d in c.diagnostics}

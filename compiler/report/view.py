@@ -306,13 +306,15 @@ def build_document(compilation: Compilation) -> DocumentView:
 
 
 def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
-    from ..solve import AskAnswer, TableAnswer
+    from ..solve import AskAnswer, SolveAnswer, TableAnswer
 
     keyword = type(q).__name__.removesuffix("Stmt").lower()
-    title = getattr(q, "title", "") or keyword
+    title = getattr(q, "title", "") or (" ".join(q.span.text.split()) if keyword == "solve" else keyword)
     base = dict(keyword=keyword, title=title, text=" ".join(q.span.text.split()), location=location(q.span))
     if isinstance(ans, AskAnswer):
         return _ask_view(base, ans, b)
+    if isinstance(ans, SolveAnswer):
+        return _solve_view(base, ans, b)
     if isinstance(ans, TableAnswer):
         headers = (ans.kind if ans.kind != "search" else "configuration",) + tuple(c[0] for c in ans.columns)
         rows = tuple((label, *(_cell(v, c) for v, c in zip(values, ans.columns))) for label, values in ans.rows)
@@ -337,12 +339,8 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
             return "no lower limit" if ans.lower_limits else "no upper limit"
         return ("at least " if ans.lower_limits else "at most ") + fmt(v)
 
-    def name(lim: Any) -> str:
-        text = " ".join(lim.constraint.span.text.split())
-        return f"{text} (a requirement of the plan)" if lim.requirement else text
-
-    limits = tuple((name(lim), limit(lim.value)) for lim in ans.limits)
-    binding = name(ans.binding) if ans.binding is not None else ""
+    limits = tuple((_limit_name(lim), limit(lim.value)) for lim in ans.limits)
+    binding = _limit_name(ans.binding) if ans.binding is not None else ""
     method = (f"bracketed on [{_short(ans.bracket[0])}, {_short(ans.bracket[1])}]"
               f"{' over whole numbers' if ans.integer else ''}: {ans.monotone_checked} points checked for monotonicity "
               f"on a vectorised grid, {ans.iterations} exact evaluations to the boundary") if ans.bracket else ""
@@ -350,6 +348,37 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     if ans.closed_value is not None:
         method += f"; closed form {_short(ans.closed_value)} on the active piece"
     return QuestionView(**base, result=result, binding=binding, limits=limits, method=method, steps=steps)
+
+
+def _limit_name(lim: Any) -> str:
+    text = " ".join(lim.constraint.span.text.split())
+    return f"{text} (a requirement of the plan)" if lim.requirement else text
+
+
+def _solve_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
+    node = b.nodes[ans.unknown]
+    show = lambda v: b.format(v, node.dim, node.unit) if v is not None else "undefined"  # noqa: E731
+    if ans.low is None and ans.high is None:  # a derived quantity and the choices behind it
+        rows = []
+        for c in ans.choices:
+            owner = b.nodes[c.node]
+            fmt = lambda v, e=c.branches[0]: b.format(v, e.dim, None) if v is not None else "undefined"  # noqa: E731
+            others = "; ".join(f"{' '.join(e.span.text.split())} = {fmt(v)}" for e, v in zip(c.branches[1:], c.values[1:]))
+            rows.append((owner.id, c.op, " ".join(c.branches[0].span.text.split()), fmt(c.values[0]), others))
+        return QuestionView(**base, result=f"{ans.unknown} = {show(ans.value)}",
+                            headers=("quantity", "choice", "in effect", "value", "instead of"), rows=tuple(rows),
+                            notes=("each `max`, `min` and `if` in the formulas the quantity is computed from, with the "
+                                   "branch in effect at the plan's values; the first row is the nearest",) if rows else ())
+    low, high = ans.low, ans.high
+    result = f"{ans.unknown} from {show(low.value)} to {show(high.value) if high.value is not None else 'no upper limit'}"
+    ends = []
+    for words, a in (("at least", low), ("at most", high)):
+        if a.binding is not None:
+            ends.append(f"{words} {show(a.value)}: {_limit_name(a.binding)}")
+    limits = tuple((f"{'lower' if a is low else 'upper'} end: {_limit_name(lim)}",
+                    ("at least " if a is low else "at most ") + show(lim.value) if lim.value is not None else "no limit")
+                   for a in (low, high) for lim in a.limits)
+    return QuestionView(**base, result=result + " while every check holds", binding="; ".join(ends), limits=limits)
 
 
 def _any(b: _Builder, v: Any) -> str:
