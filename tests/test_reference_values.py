@@ -133,3 +133,27 @@ def test_full_expression_is_over_inputs_only(compile_text: Callable[[str], Compi
     subs = {c.lowered.symbols[n]: sp.Rational(str(c.lowered.values[n]))
             for n, node in c.lowered.elaborated.nodes.items() if node.is_input}
     assert full.xreplace(subs) == sp.Rational(str(c.lowered.values["d.memory_per_device"]))
+
+
+def test_pipeline_parallel_does_not_cut_per_token_latency(compile_text) -> None:  # type: ignore[no-untyped-def]
+    # physics.md §6.2: a token passes the stages one after another. Splitting the layers over two
+    # stages halves each device's bytes per step but doubles the stages a token waits for, so the
+    # TPOT changes only by the hand-off between the stages (launch overheads set to zero here)
+    plan = """
+import "models/llama-3.1-70b"
+import "hardware/h100-sxm"
+traffic t {{ daily_active_users = 1 M users; requests_per_user = 10 requests/user/day; peak_factor = 2
+  prompt_tokens = 1000 tokens; output_tokens = 250 tokens }}
+deployment d {{ model = llama_3_1_70b; hardware = h100_sxm; traffic = t; weights = bf16; tensor_parallel = 4
+  pipeline_parallel = {pp}; batch = 16; context = 4096 tokens; launch_overhead_graphs = 0 s }}
+"""
+    one, two = (compile_text(plan.format(pp=p), name=f"pp{p}.plan") for p in (1, 2))
+    assert one.ok and two.ok
+    v1, v2 = one.lowered.values, two.lowered.values
+    assert v2["d.decode_memory_time"] > v2["d.decode_compute_time"]  # memory-bound, as decode is
+    assert v2["d.decode_bytes_per_step"] * 2 == v1["d.decode_bytes_per_step"]  # half the layers per device
+    assert v2["d.step_time"] - v1["d.step_time"] == v2["d.pp_time_per_step"]  # only the hand-off is added
+    assert v2["d.pipeline_bubble"] == Fraction(1, 2)
+    # the same throughput from twice the devices: each stage idles half the time
+    assert v2["d.replica_output_tokens_per_s"] < v1["d.replica_output_tokens_per_s"]
+    assert v2["d.replica_devices"] == 2 * v1["d.replica_devices"]
