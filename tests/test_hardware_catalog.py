@@ -102,3 +102,29 @@ def test_fp8_peak_is_twice_bf16_on_hopper_and_blackwell(path: Path) -> None:
     bf16 = value(result, f"{name}.peak_flops[bf16]")
     fp8 = value(result, f"{name}.peak_flops[fp8]")
     assert float(fp8) == pytest.approx(2 * float(bf16), rel=0.01)
+
+
+FP8_ON_AMPERE = """
+import "models/llama-3.1-8b"
+import "hardware/a100-80gb"
+traffic t {{ daily_active_users = 1 M users; requests_per_user = 10 requests/user/day; peak_factor = 2
+  prompt_tokens = 1000 tokens; output_tokens = 250 tokens }}
+deployment d {{ model = llama_3_1_8b; hardware = a100_80gb; traffic = t; batch = 16; context = 4096 tokens
+  weights = {weights} }}
+"""
+
+
+def test_fp8_on_a_gpu_without_fp8_units_points_at_the_choice(compile_text) -> None:  # type: ignore[no-untyped-def]
+    c = compile_text(FP8_ON_AMPERE.format(weights="fp8"))
+    (d,) = [d for d in c.diagnostics if d.is_error]
+    assert d.code == "E0305"
+    # the caret is in the stdlib formula; a label points at the user's line that chose FP8
+    assert any(label.span.file.path == "plan.plan" and "weights" in label.text for label in d.secondary)
+    assert d.help is not None and "`fp32`, `bf16`, `fp16`, `int8`" in d.help
+    # the weight-only format serves the same checkpoint: 1 byte per weight, multiplied in BF16
+    ok = compile_text(FP8_ON_AMPERE.format(weights="fp8_weight_only"), name="w.plan")
+    assert ok.ok and ok.lowered is not None
+    v = ok.lowered.values
+    assert v["d.compute_flops"] == v["a100_80gb.peak_flops[bf16]"]
+    embeddings = 2 * 128_256 * 4_096  # untied input and output embeddings, kept in BF16
+    assert v["d.weight_bytes"] == (8_030_261_248 - embeddings) * 1 + embeddings * 2

@@ -693,10 +693,17 @@ class Elaborator:
         if entry is None:
             if node_id not in self.done:
                 self.done[node_id] = None
+                present = list(dict.fromkeys(f.target.steps[1].name for _, f in inst.assignments()
+                                             if len(f.target.steps) == 2 and f.target.steps[0].name == name))
+                has = f"`{inst.name}` has entries for {', '.join(f'`{k}`' for k in present)}; " if present else ""
+                secondary = [dx.Label(inst.decl.name_span, f"`{inst.name}` is declared here")]
+                chosen = self._chosen_by(e.key, scope)
+                if chosen is not None:  # the user's line that picked the key, when a kind's formula reads it
+                    secondary.insert(0, dx.Label(chosen.span, f"`{chosen.target.dotted}` leads to `{key.member.name}`"))
                 self.sink.add(dx.MISSING_KEY.at(
                     e.span, "no such entry", owner=f"{inst.name}.{name}", key=key.member.name,
-                    secondary=[dx.Label(inst.decl.name_span, f"`{inst.name}` is declared here")],
-                    help=f"add `{name}[{key.member.name}] = ...` to `{inst.name}`, or choose another `{ftype.enum.name}`",
+                    secondary=secondary,
+                    help=f"{has}choose a `{ftype.enum.name}` it has, or add `{name}[{key.member.name}] = ...` to `{inst.name}`",
                 ))
             return None
         meta = _NodeMeta(owner=inst.name, field=f"{name}[{key.member.name}]", spec=spec, ftype=ftype,
@@ -737,6 +744,17 @@ class Elaborator:
                                       message="a range `low .. high` can only be an input's whole value",
                                       help="give the input the range, and use the input in the expression"))
         return None
+
+    @staticmethod
+    def _chosen_by(key: ast.Expr, scope: Instance | None) -> ast.Field | None:
+        """The assignment of the instance's own field that a key expression starts from
+        (`weights.compute` → `weights = fp8`), if the instance's block set it."""
+        root = key
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if scope is None or not isinstance(root, ast.Name):
+            return None
+        return scope.assigned().get(root.id)
 
     def _number(self, e: ast.Number, scope: Instance | None) -> Value | None:
         try:
