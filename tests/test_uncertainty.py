@@ -52,7 +52,7 @@ def test_report_shows_ranges(compile_text: Callable[[str], Compilation]) -> None
     text = render_markdown(build_document(c))
     assert "## Uncertainty" in text
     assert "| `a.y` | 5 | 3 – 7 \\(monotone: from the corners\\) |" in text
-    assert "holds on 75" in text
+    assert "holds on 75 %" in text
 
 
 def test_physics_interval_matches_the_plan_at_each_end(compile_text: Callable[[str], Compilation]) -> None:

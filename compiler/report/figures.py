@@ -627,16 +627,15 @@ def _ranges(plt: Any, lowered: Any, uncertainty: Any) -> Figure | None:
     y = np.arange(len(rows))
     for yi, (label, nominal, interval, dim, unit) in zip(y, rows):
         low, high = (100 * (v / nominal - 1) for v in (interval.low, interval.high))
-        ax.barh(yi, high - low, left=low, height=0.5, color=_BLUE if interval.monotone else _ORANGE, alpha=0.8)
-        ax.annotate(_tx(_q(interval.low, dim, unit)), (low, yi), xytext=(-3, 0), textcoords="offset points",
-                    va="center", ha="right", fontsize=7)
-        ax.annotate(_tx(_q(interval.high, dim, unit)), (high, yi), xytext=(3, 0), textcoords="offset points",
-                    va="center", ha="left", fontsize=7)
+        ax.barh(yi, high - low, left=low, height=0.45, color=_BLUE if interval.monotone else _ORANGE, alpha=0.8)
+        ax.annotate(_tx(f"{_q(interval.low, dim, unit)} – {_q(interval.high, dim, unit)}"), ((low + high) / 2, yi - 0.25),
+                    xytext=(0, 2), textcoords="offset points", va="bottom", ha="center", fontsize=7)
     ax.set_yticks(y, [_tx(r[0]) for r in rows])
     ax.invert_yaxis()
     ax.axvline(0, color=_INK, linewidth=0.8)
     span = max(max(abs(100 * (r[2].low / r[1] - 1)), abs(100 * (r[2].high / r[1] - 1))) for r in rows) or 1.0
-    ax.set_xlim(-span * 1.6, span * 1.6)
+    ax.set_xlim(-span * 1.4, span * 1.4)
+    ax.set_ylim(len(rows) - 0.5, -0.9)  # room above the first bar for its label
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("change from the value at the midpoints of the input ranges (%)")
     names = ", ".join(uncertainty.inputs)

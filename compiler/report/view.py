@@ -225,10 +225,10 @@ class _Builder:
             return ""
         share = u.checks[index]
         if share == 1:
-            return f"holds on all {u.points:,} points of the input ranges"
+            return "holds everywhere"
         if share == 0:
-            return f"fails on all {u.points:,} points of the input ranges"
-        return f"holds on {format_number(100 * share, 3)} % of {u.points:,} points of the input ranges"
+            return "fails everywhere"
+        return f"holds on {format_number(100 * share, 3)} %"
 
     def _margin(self, outcome: Outcome, dim: ir.Type) -> str:
         assert isinstance(outcome.expr, ir.Op) and outcome.left is not None and outcome.right is not None
@@ -367,7 +367,7 @@ def _solve_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
             rows.append((owner.id, c.op, " ".join(c.branches[0].span.text.split()), fmt(c.values[0]), others))
         return QuestionView(**base, result=f"{ans.unknown} = {show(ans.value)}",
                             headers=("quantity", "choice", "in effect", "value", "instead of"), rows=tuple(rows),
-                            notes=("each `max`, `min` and `if` in the formulas the quantity is computed from, with the "
+                            notes=("each max, min and if in the formulas the quantity is computed from, with the "
                                    "branch in effect at the plan's values; the first row is the nearest",) if rows else ())
     low, high = ans.low, ans.high
     result = f"{ans.unknown} from {show(low.value)} to {show(high.value) if high.value is not None else 'no upper limit'}"
