@@ -8,6 +8,7 @@ constant tuned to the answer.
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 
 import pytest
 
@@ -81,3 +82,26 @@ def test_flagship_lands_near_the_worked_example() -> None:
     assert c.lowered is not None
     assert float(c.lowered.values["chat.devices"]) == pytest.approx(15_500, rel=0.1)
     assert float(c.lowered.values["chat.cost_per_million_tokens"]) == pytest.approx(0.75, rel=0.1)
+
+
+def test_training_compute_matches_the_llama_3_paper(compile_text) -> None:  # type: ignore[no-untyped-def]
+    # Llama 3 paper (Dubey et al. 2024, §3.3): the 405B flagship was pre-trained with 3.8e25 FLOPs
+    # on 15.6T tokens; the distillation kind's student term is that 6·N·D rule
+    c = compile_text("""
+import "models/llama-3.1-405b"
+import "models/llama-3.1-8b"
+import "hardware/h100-sxm"
+distillation run {
+  student = llama_3_1_405b
+  teacher = llama_3_1_8b
+  tokens = 15.6 T tokens
+  hardware = h100_sxm
+  devices = 16384 devices
+}
+""")
+    assert c.ok and c.lowered is not None
+    v = c.lowered.values
+    assert float(v["run.student_flops"]) == pytest.approx(3.8e25, rel=0.01)
+    # the teacher adds one forward pass per token: 2·N_teacher·D, exactly
+    assert v["run.teacher_flops"] == 2 * v["llama_3_1_8b.active_params"] * Fraction(156, 10) * 10**12
+    assert v["run.flops"] == v["run.student_flops"] + v["run.teacher_flops"]
