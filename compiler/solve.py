@@ -309,9 +309,12 @@ class _Solver:
             if isinstance(start, ir.Op):  # the constraint that no value of the unknown satisfies
                 return self._infeasible(ans, probe, start, lo if not lows else lows[-1].beyond)
             ups = [] if direction_up is False else [probe.limit_up(c, start) for c in constraints]
-            domain = probe.domain_limit(start) if direction_up is not False else None
-            if domain is not None:
-                ups.append(domain)
+            lowest = min((u.value for u in ups if u.value is not None), default=None)
+            # the plan's requirements bind only if they fail before the constraints' own limit
+            if direction_up is not False and (lowest is None or not probe.allowed(lowest)):
+                domain = probe.domain_limit(start)
+                if domain is not None:
+                    ups.append(domain)
         except NonMonotone as exc:
             self.sink.add(dx.QUESTION_INVALID.at(
                 q.span, "no single boundary", message=f"`{exc}` is not monotone in `{unknown}`: it holds, fails and "
@@ -858,6 +861,10 @@ class _Probe:
             return lo
         first = Fraction(grid[int(np.argmax(ok))])
         return Fraction(math.ceil(first)) if self.integer else first
+
+    def allowed(self, x: Any) -> bool:
+        """Whether x keeps every requirement of the plan (exactly)."""
+        return self.values_at(x, []) is not None
 
     def allowed_many(self, xs: list[float]) -> list[bool]:
         """Whether each value keeps every requirement of the plan (vectorised)."""
