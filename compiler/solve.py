@@ -40,6 +40,8 @@ from .semantics.units import COUNTING_BASES, DIMENSIONLESS, Dim
 from .syntax import ast
 
 MAX_DOUBLINGS = 80
+LIMIT_TOLERANCE = 1e-9  # relative: where a constraint stops holding, for quantities that are not counted
+ROOT_TOLERANCE = 1e-12  # relative: where the two sides of an equation cross
 MAX_SEARCH = 1_000_000
 
 
@@ -76,6 +78,7 @@ class AskAnswer:
     objective_value: Any = None
     infeasible: str | None = None
     lower_limits: bool = False  # the limits are lowest values the constraints need (a minimum), not highest they allow
+    tolerance: float | None = None  # relative width of the final bracket; None: exact to the whole number
 
 
 @dataclass
@@ -295,7 +298,7 @@ class _Solver:
             (ir.Op("<=", c.args, c.dim, c.span), ir.Op(">=", c.args, c.dim, c.span))
             if isinstance(c, ir.Op) and c.op == "==" else (c,))]
         direction_up = maximize if objective is None else None
-        ans = AskAnswer(q, unknown, node.dim, integer)  # type: ignore[arg-type]
+        ans = AskAnswer(q, unknown, node.dim, integer, tolerance=None if integer else LIMIT_TOLERANCE)  # type: ignore[arg-type]
         probe = _Probe(lowered, unknown, integer)
         for c in constraints:
             if not _depends(lowered, c, unknown):
@@ -410,7 +413,7 @@ class _Solver:
         left, right = (self.expr_in(e, lowered) for e in q.equation)
         if left is None or right is None:
             return None
-        ans = AskAnswer(q, unknown, node.dim, False)  # type: ignore[arg-type]
+        ans = AskAnswer(q, unknown, node.dim, False, tolerance=ROOT_TOLERANCE)  # type: ignore[arg-type]
         probe = _Probe(lowered, unknown, False)
         diff = ir.Op("-", (left, right), left.dim, _span(left))
         if not _depends(lowered, diff, unknown):
@@ -935,7 +938,7 @@ class _Probe:
         if any(ok[first_bad:end]):
             raise_nonmonotone(c)
         high = Fraction(grid[first_bad])
-        close = (lambda g, b: b - g <= 64) if self.integer else (lambda g, b: b - g <= abs(g) * 1e-9)  # noqa: E731
+        close = (lambda g, b: b - g <= 64) if self.integer else (lambda g, b: b - g <= abs(g) * LIMIT_TOLERANCE)  # noqa: E731
         g, b = self.narrow(lambda xs: self.holds_many(c, xs), grid[first_bad - 1] if first_bad else float(lo),
                            grid[first_bad], close, c)
         good, bad = Fraction(g), Fraction(b)
@@ -944,7 +947,7 @@ class _Probe:
         self.high_seen = max(self.high_seen, high)
         while good > lo and not self.holds(c, good):  # float bracketing is approximate: step back exactly
             good, bad = max(Fraction(lo), good - max(bad - good, Fraction(1))), good
-        while (bad - good > 1) if self.integer else (bad - good > abs(good) * Fraction(1, 10**9)):
+        while (bad - good > 1) if self.integer else (bad - good > abs(good) * Fraction(LIMIT_TOLERANCE)):
             mid = Fraction((good + bad) // 2) if self.integer else (good + bad) / 2
             self.iterations += 1
             if self.holds(c, mid):
@@ -974,7 +977,7 @@ class _Probe:
         k = min(crossings, key=lambda i: abs(i - 40))
         near = k + 1 if k < 40 else k - 1  # the neighbour towards x0, still on x0's side
         same_side = lambda pts: [bool(np.isfinite(v) and np.sign(v) == s0) for v in self.many(diff, pts, float)]  # noqa: E731
-        a, b = self.narrow(same_side, xs[near], xs[k], lambda g, h: abs(h - g) <= 1e-12 * max(abs(g), 1e-300))
+        a, b = self.narrow(same_side, xs[near], xs[k], lambda g, h: abs(h - g) <= ROOT_TOLERANCE * max(abs(g), 1e-300))
 
         def f(x: float) -> float | None:
             v = self.value(diff, Fraction(x))
@@ -986,7 +989,7 @@ class _Probe:
         fa = f(a)
         self.bracket = (a, b)
         for _ in range(200):
-            if b - a <= 1e-12 * max(abs(a), 1):
+            if b - a <= ROOT_TOLERANCE * max(abs(a), 1):
                 break
             mid = (a + b) / 2
             self.iterations += 1
