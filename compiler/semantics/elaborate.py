@@ -481,10 +481,16 @@ class Elaborator:
         start = next(i for i, (n, _) in enumerate(self.stack) if n == node_id)
         members = self.stack[start:]
         names = " → ".join(f"`{n}`" for n, _ in members) + f" → `{node_id}`"
+        field = node_id.rsplit(".", 1)[-1]
+        if len(members) == 1 and field in self.program.names:  # `student = student` in a block
+            help_text = (f"inside the block, `{field}` is the field itself, which hides the top-level `{field}`; "
+                         f"rename the top-level declaration")
+        else:
+            help_text = "break the cycle: make one of these an input with a value"
         self.sink.add(dx.CYCLE.at(
             members[0][1], f"`{members[0][0]}` is defined here", cycle=names,
             secondary=[dx.Label(s, f"`{n}` depends on it") for n, s in members[1:]],
-            help="break the cycle: make one of these an input with a value",
+            help=help_text,
         ))
         for n, _ in members:
             self.done[n] = None
