@@ -205,10 +205,14 @@ class _Solver:
         return lowered
 
     def _quiet_expr(self, e: ast.Expr) -> ir.Expr | Any:
-        """A question's expression elaborated against the plan, or None; reports nothing."""
-        elab = Elaborator(self.program, dx.Sink())
-        elab.out = self.base.elaborated
-        elab.done = {n: node.dim for n, node in self.nodes.items()}  # type: ignore[misc]
+        """A question's expression elaborated against the plan (a quantity or a static value such
+        as an enum member), or None; reports nothing."""
+        return self._elaborated(e, self.base, dx.Sink())
+
+    def _elaborated(self, e: ast.Expr, lowered: Lowered, sink: dx.Sink) -> Any:
+        elab = Elaborator(self.program, sink)
+        elab.out = lowered.elaborated
+        elab.done = {n: node.dim for n, node in lowered.elaborated.nodes.items()}  # type: ignore[misc]
         return elab.expr(e, None)
 
     def _unchanged(self, target: tuple[str, str], e: ast.Expr) -> bool:
@@ -237,16 +241,9 @@ class _Solver:
                                                  span=e.span, source=None)
         return dataclasses.replace(el, nodes=nodes)
 
-    def with_given(self, given: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
-        """The plan with a question's `given` applied."""
-        return self.variant(given, span)
-
     def expr_in(self, e: ast.Expr, lowered: Lowered) -> ir.Expr | None:
         """Elaborate a question's expression against a (variant) plan."""
-        elab = Elaborator(self.program, self.sink)
-        elab.out = lowered.elaborated
-        elab.done = {n: node.dim for n, node in lowered.elaborated.nodes.items()}  # type: ignore[misc]
-        value = elab.expr(e, None)
+        value = self._elaborated(e, lowered, self.sink)
         if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
             return value
         if value is not None:
@@ -265,7 +262,7 @@ class _Solver:
             given[t] = g.value
         if unknown_t is None:
             return None
-        lowered = self.with_given(given, q.span)
+        lowered = self.variant(given, q.span)
         if lowered is None:
             return None
         unknown = f"{unknown_t[0]}.{unknown_t[1]}"
@@ -476,15 +473,11 @@ class _Solver:
                 q.span, "no check of the plan depends on it", name=node_id,
                 help="add a `check` on a quantity computed from it, or ask with explicit constraints"))
             return None
-        for objective in ("minimize", "maximize"):
-            ask = ast.AskStmt(q.span, f"{objective} {node_id}", objective, quantity, None, (), None, ())
-            found = self.optimize(ask, self.base, node_id, node, checks, None)
-            if found is None:
-                return None
-            if objective == "minimize":
-                ans.low = found
-            else:
-                ans.high = found
+        ends = [self.optimize(ast.AskStmt(q.span, f"{objective} {node_id}", objective, quantity, None, (), None, ()),
+                              self.base, node_id, node, checks, None) for objective in ("minimize", "maximize")]
+        if None in ends:
+            return None
+        ans.low, ans.high = ends
         return ans
 
     def _choices(self, node_id: str) -> list[Choice]:

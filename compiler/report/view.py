@@ -333,11 +333,7 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     if ans.objective_value is not None:
         result += f", giving {ans.stmt.target.dotted} = {_any(b, ans.objective_value)}"
     def limit(v: Any) -> str:
-        if ans.stmt.equation is not None:
-            return f"holds at {fmt(v)}"
-        if v is None:
-            return "no lower limit" if ans.lower_limits else "no upper limit"
-        return ("at least " if ans.lower_limits else "at most ") + fmt(v)
+        return f"holds at {fmt(v)}" if ans.stmt.equation is not None else _bound(v, ans.lower_limits, fmt)
 
     limits = tuple((_limit_name(lim), limit(lim.value)) for lim in ans.limits)
     binding = _limit_name(ans.binding) if ans.binding is not None else ""
@@ -350,6 +346,13 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     if ans.closed_value is not None:
         method += f"; closed form {_short(ans.closed_value)} on the active piece"
     return QuestionView(**base, result=result, binding=binding, limits=limits, method=method, steps=steps)
+
+
+def _bound(v: Any, lower: bool, show: Any) -> str:
+    """How far one constraint lets the unknown go: `at most 76`, `at least 15`, `no upper limit`."""
+    if v is None:
+        return "no lower limit" if lower else "no upper limit"
+    return ("at least " if lower else "at most ") + show(v)
 
 
 def _limit_name(lim: Any) -> str:
@@ -377,8 +380,7 @@ def _solve_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     for words, a in (("at least", low), ("at most", high)):
         if a.binding is not None:
             ends.append(f"{words} {show(a.value)}: {_limit_name(a.binding)}")
-    limits = tuple((f"{'lower' if a is low else 'upper'} end: {_limit_name(lim)}",
-                    ("at least " if a is low else "at most ") + show(lim.value) if lim.value is not None else "no limit")
+    limits = tuple((f"{'lower' if a is low else 'upper'} end: {_limit_name(lim)}", _bound(lim.value, a is low, show))
                    for a in (low, high) for lim in a.limits)
     return QuestionView(**base, result=result + " while every check holds", binding="; ".join(ends), limits=limits)
 
