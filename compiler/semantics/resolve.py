@@ -123,7 +123,13 @@ class _Loader:
         name = stmt.path if stmt.path.endswith(".plan") else stmt.path + ".plan"
         relative = name.startswith("./") or name.startswith("../")
         base = importer.parent if relative else self.stdlib
-        target = (base / name).resolve()
+        try:
+            target = (base / name).resolve()
+        except (OSError, ValueError):  # a NUL or another name the file system cannot hold
+            self.sink.add(dx.IMPORT_NOT_FOUND.at(
+                stmt.path_span, "not a file name", path=stmt.path,
+                help="an import names a `.plan` file by a path of printable characters"))
+            return
         inside = target.is_relative_to(self.root) or target.is_relative_to(self.stdlib)
         if Path(name).is_absolute() or not inside:
             where = "the plan's directory tree" if relative else "the stdlib"
