@@ -1,7 +1,7 @@
 """The HTML and PDF design documents: self-contained, escaped, deterministic, nothing fetched.
 
-The flagship is rendered once per format (module fixtures): math typesetting and PDF layout
-are the slow parts. Figures are included when `report.figures` is available, so these tests
+The flagship is rendered once per format (module fixtures): figures and PDF layout are the
+slow parts. Figures are included when `report.figures` is available, so these tests
 hold with or without it.
 """
 
@@ -13,13 +13,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 from markupsafe import escape
 from planc.cli import main
 from planc.pipeline import Compilation, compile_plan
-from planc.report import mathsvg
+from planc.report import latex, mathhtml
 from planc.report.html import breakable, figures_of, inline_svg, render_html
 from planc.report.view import DocumentView, build_document
 
@@ -127,13 +130,14 @@ def test_html_is_self_contained(flagship: Rendered) -> None:
     assert urls <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, urls
 
 
-def test_html_math_is_inline_svg(flagship: Rendered) -> None:
+def test_html_math_is_text(flagship: Rendered) -> None:
     html, doc = flagship.html, flagship.doc
-    quantities = sum(len(s.quantities) for s in doc.sections)
-    assert html.count('<svg xmlns="http://www.w3.org/2000/svg"') >= quantities
-    assert 'class="math"' in html
-    assert html.count('<code class="tex">') == 0  # every formula of the flagship typesets
-    assert "<text" not in html  # glyphs are paths: no fonts needed to read the page
+    quantities = [q for s in doc.sections for q in s.quantities]
+    assert html.count('<span class="math"') >= len(quantities)
+    assert html.count('<code class="tex">') == 0  # every formula of the flagship converts
+    # a formula is text a reader can select and search: its names and values are in the page
+    assert "kv_bytes_per_token = " in html
+    assert '<span class="frac"><span class="num">' in html
 
 
 def test_html_anchors_are_unique_and_resolve(flagship: Rendered) -> None:
@@ -167,48 +171,106 @@ def test_html_escapes_everything_the_plan_says(evil: Rendered) -> None:
     assert "| $x$ \\ `tick` — ünïcødé ✓" in html  # Markdown and LaTeX specials, unicode: as is
     hrefs = re.findall(r'href="([^"]*)"', html)
     assert all(h.startswith("#") for h in hrefs), hrefs
-    # the raw LaTeX symbol becomes paths (or escaped source), never markup
+    # the raw LaTeX symbol becomes text (or escaped source), never markup
     assert "&lt;script&gt;x&lt;/script&gt;" in html
 
 
 def test_html_is_byte_identical_from_a_cold_cache(evil: Rendered) -> None:
-    mathsvg._render.cache_clear()
+    mathhtml._render.cache_clear()
     assert render_html(evil.doc, figures_of(evil.compilation)) == evil.html
 
 
 # ---- math ---------------------------------------------------------------------------------
 
+MATH_TAGS = {"span", "i", "sup", "sub"}
 
-def test_math_is_a_self_contained_svg_of_paths() -> None:
-    svg = mathsvg.latex_to_svg(r"\mathrm{kv\_bytes} = \frac{2 \cdot L}{\text{1 token}} \cdot \left\lceil x \right\rceil", False)
-    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg"') and svg.endswith("</svg>")
-    tags = set(re.findall(r"<([a-zA-Z]+)", svg))
-    assert tags <= {"svg", "path", "rect"}, tags
-    assert " id=" not in svg and "href" not in svg and "<text" not in svg
-    assert re.search(r'width="[\d.]+em" height="[\d.]+em"', svg)
-    assert "vertical-align:" in svg
+
+def _math_tree(out: str) -> ET.Element:
+    """The converter's output as XML: it must be well formed, with only our tags."""
+    root = ET.fromstring(out)
+    tags = {el.tag for el in root.iter()}
+    assert tags <= MATH_TAGS, tags
+    return root
+
+
+def test_math_is_text_with_fractions_scripts_and_spaced_operators() -> None:
+    out = mathhtml.latex_to_html(r"\mathrm{kv\_bytes} = \frac{2 \cdot L}{\text{1 token}} - x^{2} + n_{kv}", False)
+    s, m = "\u2005", "\u00a0"
+    assert out == (
+        '<span class="math" data-tex="\\mathrm{kv\\_bytes} = \\frac{2 \\cdot L}{\\text{1 token}} - x^{2} + n_{kv}">'
+        f'kv_bytes{s}={s}<span class="frac"><span class="num">2{s}·{s}<i>L</i></span>'
+        f'<span class="den">1{m}token</span></span>{s}−{s}<i>x</i><sup>2</sup>{s}+{s}<i>n</i><sub><i>k</i><i>v</i></sub></span>')
+    _math_tree(out)
+
+
+def test_math_unary_minus_and_a_leading_relation() -> None:
+    # the substituted line starts with `=`: space after it only; a minus after it is a sign
+    out = mathhtml.latex_to_html(r"= -\text{3} \cdot \left(-a\right)", False)
+    text = "".join(_math_tree(out).itertext())
+    assert text == "=\u2005−3\u2005·\u2005(−a)"
+
+
+@pytest.mark.parametrize(("tex", "shape"), [
+    (r"\left(\frac{a}{b}\right)", "paren"), (r"\left\lceil \frac{a}{b} \right\rceil", "ceil"),
+    (r"\left\lfloor \frac{a}{b} \right\rfloor", "floor"), (r"\left|\frac{a}{b}\right|", "bar"),
+])
+def test_math_fences_stretch_around_tall_content_only(tex: str, shape: str) -> None:
+    tall = _math_tree(mathhtml.latex_to_html(tex, False))
+    fence = [el for el in tall.iter("span") if "fence" in el.get("class", "").split()]
+    assert len(fence) == 1 and fence[0].get("class") == f"fence {shape}"
+    open_, body, close = list(fence[0])
+    assert (open_.get("class"), body.get("class"), close.get("class")) == ("open", "body", "close")
+    assert "".join(body.itertext()) == "ab"
+    if shape == "paren":  # the glyph, scaled to the height of the fraction
+        stretch = open_.find("span")
+        assert stretch is not None and stretch.text == "(" and "scaleY(1." in stretch.get("style", "")
+    else:  # drawn by the cell's borders
+        assert not "".join(open_.itertext()) and not "".join(close.itertext())
+    flat = tex.replace(r"\frac{a}{b}", "a")
+    short = _math_tree(mathhtml.latex_to_html(flat, False))
+    assert not any("fence" in el.get("class", "") for el in short.iter("span"))
+    assert len("".join(short.itertext())) == 3  # the glyphs themselves: `(a)`, `⌈a⌉`, ...
+
+
+def test_math_cases_is_a_table_with_an_open_brace() -> None:
+    root = _math_tree(mathhtml.latex_to_html(
+        r"\begin{cases} a & \text{if } c \le 3 \\ b & \text{otherwise} \end{cases}", False))
+    classes = [el.get("class") for el in root.iter("span")]
+    assert "fence brace" in classes and classes.count("mtr") == 2 and classes.count("mtd") == 4
+    fence = next(el for el in root.iter("span") if el.get("class") == "fence brace")
+    assert [el.get("class") for el in fence] == ["open", "body"]  # `cases` has no closing fence
+    assert "".join(fence[0].itertext()) == "{"
 
 
 def test_math_is_deterministic_and_cached() -> None:
     tex = r"\frac{\text{63.75 GiB} + \text{3.914 GiB}}{4} + \sqrt{n_{kv}}"
-    first = mathsvg.latex_to_svg(tex, True)
-    assert mathsvg.latex_to_svg(tex, True) is first
-    mathsvg._render.cache_clear()
-    assert mathsvg.latex_to_svg(tex, True) == first
+    first = mathhtml.latex_to_html(tex, True)
+    assert mathhtml.latex_to_html(tex, True) is first
+    mathhtml._render.cache_clear()
+    assert mathhtml.latex_to_html(tex, True) == first
 
 
 def test_math_reads_text_escapes_as_text() -> None:
-    # report.latex escapes plan text for \text{...}; the typesetter must not choke on it
+    # report.latex escapes plan text for \text{...}; the converter gives it back as it was
     tex = r"\text{\$0.7561 a\_b \{c\} 50\% \#1 \& \backslash{} \hat{} \sim{}} \cdot \mathrm{x\_y}"
-    assert mathsvg.latex_to_svg(tex, True).startswith("<svg")
-    mathml = mathsvg.to_mathml(tex, True)
+    mathml = mathhtml.to_mathml(tex, True)
     assert [el.text for el in mathml.iter("mtext")] == ["$0.7561\u00a0a_b\u00a0{c}\u00a050%\u00a0#1\u00a0&\u00a0\\\u00a0^\u00a0~"]
     assert [el.text for el in mathml.iter("mi")] == ["x_y"]
+    root = _math_tree(mathhtml.latex_to_html(tex, True))
+    assert "".join(root.itertext()) == "$0.7561\u00a0a_b\u00a0{c}\u00a050%\u00a0#1\u00a0&\u00a0\\\u00a0^\u00a0~\u2005·\u2005x_y"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=40))
+def test_math_gives_back_any_plan_text_escaped(words: str) -> None:
+    # whatever a plan puts in a name or a string arrives as text: never markup, never lost
+    root = _math_tree(mathhtml.latex_to_html(r"\text{" + latex.text(words) + "}", True))
+    assert "".join(root.itertext()) == words.replace(" ", "\u00a0")
 
 
 def test_math_falls_back_to_escaped_source() -> None:
-    out = mathsvg.latex_to_svg(r"\frac{<b>", True)
-    assert out == '<code class="tex">\\frac{&lt;b&gt;</code>'
+    out = mathhtml.latex_to_html(r"\left( <b>", True)
+    assert out == '<code class="tex">\\left( &lt;b&gt;</code>'
 
 
 # ---- figures inside a page ----------------------------------------------------------------
@@ -295,6 +357,17 @@ def test_pdf_of_the_flagship(flagship: Rendered, flagship_pdf: tuple[bytes, floa
     info = reader.metadata or {}
     assert "/CreationDate" not in info and "/ModDate" not in info
     assert info.get("/Title") == flagship.doc.title
+
+
+@needs_weasyprint
+def test_pdf_formulas_and_figures_are_searchable_text(flagship: Rendered, flagship_pdf: tuple[bytes, float]) -> None:
+    # a reviewer can search the PDF for a name in a formula, a substituted value, an axis label
+    text = " ".join(page.extract_text() for page in _reader(flagship_pdf[0]).pages)
+    text = re.sub(r"\s+", " ", text.replace("\u00a0", " "))
+    assert "ridge_point = compute_flops" in text
+    assert "1.979 PFLOP/s" in text and "3.35 TB/s" in text
+    if flagship.figures:
+        assert "time per output token (ms)" in text
 
 
 @needs_weasyprint
@@ -421,7 +494,8 @@ TRICKY = (
 
 
 @pytest.mark.parametrize("tex", TRICKY)
-def test_lean_rows_change_nothing(tex: str) -> None:
-    # skipping ziamath's measuring pass for rows with nothing to stretch is an optimisation only
+def test_tricky_formulas_convert_to_well_formed_math(tex: str) -> None:
     for inline in (True, False):
-        assert mathsvg._svg(tex, inline) == mathsvg._svg(tex, inline, lean=False)
+        out = mathhtml.latex_to_html(tex, inline)
+        assert out.startswith('<span class="math'), out
+        _math_tree(out)

@@ -3,12 +3,12 @@
 Contract: `render_html(doc, figures=(), created=None) -> str`, byte-identical for the same
 inputs. The page follows the Markdown design document section by section, adds a table of
 contents, and references nothing outside itself: the stylesheet (`design.css`, read from the
-package) is inlined, math is inline SVG from `mathsvg`, figures are inline SVG from `figures`,
+package) is inlined, math is HTML text from `mathhtml`, figures are inline SVG from `figures`,
 and the only links are in-page `#anchors`.
 
 Escaping: the Jinja environment autoescapes and is strict. Every string from the plan reaches
 the page as text. Markup is made in this module only, for three things we generate ourselves:
-the package's stylesheet, the SVG of a formula (`mathsvg`), and the SVG of a figure.
+the package's stylesheet, the markup of a formula (`mathhtml`), and the SVG of a figure.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import jinja2
 from markupsafe import Markup
 
-from .mathsvg import latex_to_svg
+from .mathhtml import latex_to_html
 from .placement import PARTS, place
 from .placement import parts as document_parts
 from .templating import environment, template_source
@@ -124,8 +124,9 @@ def _inline_math(tex: str) -> Markup:
 
 
 def _math(tex: str, inline: bool) -> Markup:
-    # latex_to_svg returns markup we generated: paths only, or the escaped LaTeX in <code>.
-    return Markup(latex_to_svg(tex, inline))
+    # latex_to_html returns markup we generated, every piece of plan text escaped, or the
+    # escaped LaTeX in <code>.
+    return Markup(latex_to_html(tex, inline))
 
 
 # ---- figures ------------------------------------------------------------------------------
