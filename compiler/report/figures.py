@@ -3,8 +3,10 @@
 Contract
 - `build_figures(compilation) -> list[Figure]`. Each `Figure` has a file-safe `name`
   (`chat-roofline`), a `title`, a one-sentence `caption` saying what it shows and how to read
-  it, and `svg`, a complete standalone SVG document (text drawn as paths: no fonts, no
-  external references, no URLs other than the SVG namespace declarations).
+  it, and `svg`, a complete standalone SVG document (text as `<text>` in DejaVu Sans with
+  the generic `sans-serif` after it, so a reader can select and search it and the PDF sets it
+  with the font engine rather than outlines; no external references, no URLs other than the
+  SVG namespace declarations).
 - For every instance of kind `deployment` (detected by its nodes `<inst>.decode_intensity`
   and `<inst>.memory_per_device`): a roofline with the decode and prefill operating points;
   memory per device stacked over batch and over context, with the usable memory and the
@@ -13,10 +15,10 @@ Contract
   `vector.evaluate_many` (points where it is undefined are dropped), never a re-derivation.
 - From the answers: a tornado chart for each `solve.Sensitivity` (the 8 largest
   elasticities) and a Pareto scatter for each search whose `pareto` is non-empty.
-- Output is byte-identical across runs: the `Agg` backend, `svg.hashsalt` fixed, text as
-  paths, no date or creator metadata. matplotlib is imported inside `build_figures` only
-  (the Markdown path never loads it), rc settings are scoped with `rc_context`, and every
-  figure is closed. Nothing is read from disk or the network.
+- Output is byte-identical across runs: `svg.hashsalt` fixed, no date or creator metadata.
+  matplotlib is imported inside `build_figures` only (the Markdown path never loads it), and
+  pyplot never: figures are `matplotlib.figure.Figure` objects, dropped once saved. rc
+  settings are scoped with `rc_context`. Nothing is read from disk or the network.
 - A plan that did not compile (`compilation.lowered is None`) has no figures.
 """
 
@@ -38,7 +40,7 @@ TOP_SENSITIVITIES = 8
 LATENCY_BATCHES = tuple(2**k for k in range(10))  # 1 .. 512, log2 steps
 _RC: Any = {  # matplotlib types rcParams keys as Literals: Any keeps mypy quiet with or without it
     "svg.hashsalt": "plan",
-    "svg.fonttype": "path",
+    "svg.fonttype": "none",  # text as <text>: selectable, and drawn by the font engine
     "font.size": 8.0,
     "axes.titlesize": 9.0,
     "axes.labelsize": 8.0,
@@ -71,36 +73,29 @@ def build_figures(compilation: Any) -> list[Figure]:
         return []
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     plan = _Plan(lowered.elaborated, lowered.values)
     out: list[Figure] = []
     with matplotlib.rc_context(_RC):
         for inst in plan.deployments():
             for draw in (_roofline, _memory_vs_batch, _memory_vs_context, _latency_throughput):
-                out += _drawn(plt, draw, plan, inst)
+                out += _drawn(draw, plan, inst)
         uncertainty = getattr(compilation, "uncertainty", None)
         if uncertainty is not None:
-            out += _drawn(plt, _ranges, lowered, uncertainty)
+            out += _drawn(_ranges, lowered, uncertainty)
         # One tornado: the headline result (the first `summary` item); the report's tables
         # give the elasticities of the others.
         for sensitivity in (getattr(compilation, "sensitivities", None) or [])[:1]:
-            out += _drawn(plt, _tornado, sensitivity)
+            out += _drawn(_tornado, sensitivity)
         for answer in getattr(compilation, "answers", None) or []:
             if getattr(answer, "kind", None) == "search" and getattr(answer, "pareto", None):
-                out += _drawn(plt, _pareto_scatter, answer)
+                out += _drawn(_pareto_scatter, answer)
     return _unique_names(out)
 
 
-def _drawn(plt: Any, draw: Any, *args: Any) -> list[Figure]:
-    """One figure (or none), closing whatever it opened even if drawing fails."""
-    before = set(plt.get_fignums())
-    try:
-        fig = draw(plt, *args)
-    finally:
-        for number in sorted(set(plt.get_fignums()) - before):
-            plt.close(number)
+def _drawn(draw: Any, *args: Any) -> list[Figure]:
+    """One figure (or none). Figures are made without pyplot (whose import alone costs about
+    a second, and whose registry would have to be emptied): nothing outlives the call."""
+    fig = draw(*args)
     return [fig] if fig is not None else []
 
 
@@ -279,13 +274,10 @@ def _unique_names(figures: list[Figure]) -> list[Figure]:
     return out
 
 
-def _finish(plt: Any, fig: Any, name: str, title: str, caption: str) -> Figure:
+def _finish(fig: Any, name: str, title: str, caption: str) -> Figure:
     """Render to a standalone SVG with a <title> and <desc>, and close the figure."""
-    try:
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata=_METADATA)
-    finally:
-        plt.close(fig)
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata=_METADATA)
     svg = re.sub(r"<!DOCTYPE[^>]*>\s*", "", buf.getvalue(), count=1)  # its DTD address is the only URL
     svg = re.sub(r"\A<\?xml[^>]*\?>", '<?xml version="1.0" encoding="utf-8"?>', svg)
     open_end = svg.index(">", svg.index("<svg")) + 1
@@ -294,8 +286,11 @@ def _finish(plt: Any, fig: Any, name: str, title: str, caption: str) -> Figure:
     return Figure(name, title, caption, svg)
 
 
-def _new(plt: Any, title: str) -> tuple[Any, Any]:
-    fig, ax = plt.subplots(figsize=FIGSIZE, layout="constrained")
+def _new(title: str) -> tuple[Any, Any]:
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=FIGSIZE, layout="constrained")
+    ax = fig.subplots()
     ax.set_title(_tx(title))
     return fig, ax
 
@@ -307,7 +302,7 @@ def _int_text(x: float) -> str:
 # ---- deployment figures -------------------------------------------------------------------
 
 
-def _roofline(plt: Any, plan: _Plan, inst: str) -> Figure | None:
+def _roofline(plan: _Plan, inst: str) -> Figure | None:
     import numpy as np
 
     peak_id, ridge_id = f"{inst}.compute_flops", f"{inst}.ridge_point"
@@ -333,7 +328,7 @@ def _roofline(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     roof = np.minimum(peak, bandwidth * x)
 
     title = f"{inst}: roofline of {hardware}{at_class}"
-    fig, ax = _new(plt, title)
+    fig, ax = _new(title)
     ax.loglog(x, roof, color=_INK, label=_tx(f"roof: min({_q(peak, flops_dim)}, {_q(bandwidth, plan.dim(bw_id) if bw_id else None)} × intensity)"
                                              if bw_id else "roof"))
     ax.axvspan(lo, ridge, color=_BLUE, alpha=0.06, linewidth=0)
@@ -358,7 +353,7 @@ def _roofline(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     caption = (f"Attainable FLOP/s of one {hardware} device{at_class} against arithmetic intensity "
                f"(log-log): left of the ridge at {_q(ridge, ai_dim)} a step is limited by memory "
                f"bandwidth, right of it by peak compute, and the dots place {inst}'s decode and prefill steps on that roof.")
-    return _finish(plt, fig, f"{slug(inst)}-roofline", title, caption)
+    return _finish(fig, f"{slug(inst)}-roofline", title, caption)
 
 
 _MEMORY_PARTS = (
@@ -368,7 +363,7 @@ _MEMORY_PARTS = (
 )
 
 
-def _memory_stack(plt: Any, plan: _Plan, inst: str, swept: str, points: Any, title: str,
+def _memory_stack(plan: _Plan, inst: str, swept: str, points: Any, title: str,
                   xlabel: str, marker: float, marker_text: str, log_x: bool, integer: bool,
                   oom_text: Any) -> tuple[Any, str] | None:
     """The stacked memory figure over one input; returns (figure, out-of-memory text or "").
@@ -391,7 +386,7 @@ def _memory_stack(plt: Any, plan: _Plan, inst: str, swept: str, points: Any, tit
     total = stack.sum(axis=0)
     scale, unit = _unit(float(np.nanmax(np.concatenate([usable, total]))), _BYTES)
 
-    fig, ax = _new(plt, title)
+    fig, ax = _new(title)
     ax.stackplot(x, stack / scale, labels=[p[1] for p in parts], colors=[p[2] for p in parts], alpha=0.75,
                  linewidth=0)
     ax.plot(x, usable / scale, color=_INK, linewidth=1.2,
@@ -463,7 +458,7 @@ def _null_formatter() -> Any:
     return NullFormatter()
 
 
-def _memory_vs_batch(plt: Any, plan: _Plan, inst: str) -> Figure | None:
+def _memory_vs_batch(plan: _Plan, inst: str) -> Figure | None:
     import numpy as np
 
     batch_id = f"{inst}.batch"
@@ -476,7 +471,7 @@ def _memory_vs_batch(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     title = f"{inst}: memory per device vs batch"
     context = plan.value(f"{inst}.context")
     at = f" at {_q(context, plan.dim(f'{inst}.context'))} of context" if math.isfinite(context) else ""
-    drawn = _memory_stack(plt, plan, inst, batch_id, np.arange(1, top + 1, dtype=float), title,
+    drawn = _memory_stack(plan, inst, batch_id, np.arange(1, top + 1, dtype=float), title,
                           "batch (sequences per replica)", batch, f"plan: batch {_int_text(batch)}", log_x=False,
                           integer=True, oom_text=lambda edge: f"out of memory from batch {_int_text(edge)}")
     if drawn is None:
@@ -485,10 +480,10 @@ def _memory_vs_batch(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     oom = f"; the shaded region ({boundary}) does not fit" if boundary else ""
     caption = (f"Memory each device of {inst} needs{at} as the batch grows from 1 to {top}, stacked as weights, "
                f"runtime overhead and KV cache against the usable memory line{oom}; the dashed line is the plan's batch.")
-    return _finish(plt, fig, f"{slug(inst)}-memory-batch", title, caption)
+    return _finish(fig, f"{slug(inst)}-memory-batch", title, caption)
 
 
-def _memory_vs_context(plt: Any, plan: _Plan, inst: str) -> Figure | None:
+def _memory_vs_context(plan: _Plan, inst: str) -> Figure | None:
     import numpy as np
 
     context_id = f"{inst}.context"
@@ -505,7 +500,7 @@ def _memory_vs_context(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     batch = plan.value(f"{inst}.batch")
     title = f"{inst}: memory per device vs context"
     context_dim = plan.dim(context_id)
-    drawn = _memory_stack(plt, plan, inst, context_id, points, title, f"context ({context_dim}, log scale)", context,
+    drawn = _memory_stack(plan, inst, context_id, points, title, f"context ({context_dim}, log scale)", context,
                           f"plan: context {_q(context, context_dim)}", log_x=True, integer=False,
                           oom_text=lambda edge: f"out of memory beyond ≈ {_q(round(edge), context_dim)}")
     if drawn is None:
@@ -516,10 +511,10 @@ def _memory_vs_context(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     caption = (f"Memory each device of {inst} needs at the plan's batch of {_int_text(batch)} as the context grows "
                f"from {_q(low, context_dim)} to {upto}, stacked as weights, runtime overhead and KV cache against "
                f"the usable memory line{oom}; the dashed line is the plan's context.")
-    return _finish(plt, fig, f"{slug(inst)}-memory-context", title, caption)
+    return _finish(fig, f"{slug(inst)}-memory-context", title, caption)
 
 
-def _latency_throughput(plt: Any, plan: _Plan, inst: str) -> Figure | None:
+def _latency_throughput(plan: _Plan, inst: str) -> Figure | None:
     import numpy as np
 
     batch_id, tpot_id, worst_id = f"{inst}.batch", f"{inst}.tpot", f"{inst}.tpot_worst"
@@ -541,7 +536,7 @@ def _latency_throughput(plt: Any, plan: _Plan, inst: str) -> Figure | None:
                                                           [s[1] for s in slos]]))), time_dim)
 
     title = f"{inst}: latency vs throughput"
-    fig, ax = _new(plt, title)
+    fig, ax = _new(title)
     ax.plot(rate[keep], tpot[keep] / tscale, color=_BLUE, linewidth=1.2, label="TPOT at the mean context")
     ok, bad = keep & fits, keep & ~fits
     ax.plot(rate[ok], tpot[ok] / tscale, "o", color=_BLUE, markersize=4)
@@ -573,13 +568,13 @@ def _latency_throughput(plt: Any, plan: _Plan, inst: str) -> Figure | None:
     caption = (f"Time per output token against the output tokens per second of one {inst} replica as the batch "
                f"doubles from 1 to {LATENCY_BATCHES[-1]} (numbers by the points): moving right buys throughput "
                f"with latency, {slo_text}hollow points do not fit in memory and the star is the plan's batch.")
-    return _finish(plt, fig, f"{slug(inst)}-latency-throughput", title, caption)
+    return _finish(fig, f"{slug(inst)}-latency-throughput", title, caption)
 
 
 # ---- answer figures -----------------------------------------------------------------------
 
 
-def _tornado(plt: Any, sensitivity: Any) -> Figure | None:
+def _tornado(sensitivity: Any) -> Figure | None:
     import numpy as np
 
     entries = [(n, float(e)) for n, e in sensitivity.entries if math.isfinite(float(e))]
@@ -588,7 +583,7 @@ def _tornado(plt: Any, sensitivity: Any) -> Figure | None:
         return None
     target = sensitivity.target
     title = f"What {target} is most sensitive to"
-    fig, ax = _new(plt, title)
+    fig, ax = _new(title)
     y = np.arange(len(entries))
     values = np.array([e for _, e in entries])
     ax.barh(y, values, color=[_BLUE if v > 0 else _ORANGE for v in values], height=0.6)
@@ -604,10 +599,10 @@ def _tornado(plt: Any, sensitivity: Any) -> Figure | None:
     ax.set_xlabel("elasticity  d ln y / d ln x  (% change of the target per 1 % change of the input)")
     caption = (f"The {len(entries)} inputs {target} is most sensitive to, as elasticities: a bar of +0.5 means "
                f"1 % more of that input raises {target} by about 0.5 %, and a negative bar lowers it.")
-    return _finish(plt, fig, f"sensitivity-{slug(target)}", title, caption)
+    return _finish(fig, f"sensitivity-{slug(target)}", title, caption)
 
 
-def _ranges(plt: Any, lowered: Any, uncertainty: Any) -> Figure | None:
+def _ranges(lowered: Any, uncertainty: Any) -> Figure | None:
     """The headline results over the input ranges: each summary item's interval as a band
     around its value at the midpoints, in per cent of that value."""
     import numpy as np
@@ -623,7 +618,7 @@ def _ranges(plt: Any, lowered: Any, uncertainty: Any) -> Figure | None:
     if not rows:
         return None
     title = "Headline results over the input ranges"
-    fig, ax = _new(plt, title)
+    fig, ax = _new(title)
     y = np.arange(len(rows))
     for yi, (label, nominal, interval, dim, unit) in zip(y, rows):
         low, high = (100 * (v / nominal - 1) for v in (interval.low, interval.high))
@@ -642,10 +637,10 @@ def _ranges(plt: Any, lowered: Any, uncertainty: Any) -> Figure | None:
     caption = (f"Each headline result over the ranges given for {names}: the bar spans its smallest to its largest "
                "value, in per cent of the value the plan computes at the midpoints (the line at 0); blue bars are "
                "monotone in every range (exact, from the corners), orange ones were sampled on a grid.")
-    return _finish(plt, fig, "input-ranges", title, caption)
+    return _finish(fig, "input-ranges", title, caption)
 
 
-def _pareto_scatter(plt: Any, table: Any) -> Figure | None:
+def _pareto_scatter(table: Any) -> Figure | None:
     import numpy as np
 
     columns = list(table.columns)
@@ -672,7 +667,7 @@ def _pareto_scatter(plt: Any, table: Any) -> Figure | None:
     front = pareto_front([(p[0], p[1]) for p in feasible])
     subject = _subject(table)
     title = f"{subject}: {table.title}" if subject else table.title
-    fig, ax = _new(plt, title)
+    fig, ax = _new(title)
     fx = np.array([p[0] for p in feasible]) / xscale
     fy = np.array([p[1] for p in feasible]) / yscale
     ax.plot(fx, fy, "o", color=_BLUE, alpha=0.6, markersize=5, label="meets the constraints")
@@ -700,7 +695,7 @@ def _pareto_scatter(plt: Any, table: Any) -> Figure | None:
     caption = (f"Each point is a configuration the search lists{labelled}, placed by {xname} and {yname} (lower is "
                f"better on both); the red staircase is the Pareto front of the listed feasible configurations, where "
                f"improving one axis costs the other, and grey crosses were eliminated by a constraint.")
-    return _finish(plt, fig, f"{slug(subject or 'search')}-pareto", title, caption)
+    return _finish(fig, f"{slug(subject or 'search')}-pareto", title, caption)
 
 
 
