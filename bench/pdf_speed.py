@@ -1,0 +1,109 @@
+"""PDF benchmark: `plan compile --format pdf` of the flagship vs. importing the libraries it needs.
+
+Usage:
+    python bench/pdf_speed.py [--runs N] [--strict]
+
+Measures, with the wall clock, in fresh subprocesses of the running interpreter, the median of
+N runs (default 3) after one untimed warm-up each, interleaved as in `compile_speed.py`:
+
+  (a) floor: `python -c "import lark, sympy, jinja2, latex2mathml.converter, matplotlib.figure,
+      weasyprint"`: every library the PDF path cannot avoid importing;
+  (b) pdf:   `python -m planc.cli compile <repo>/examples/100m_dau.plan --format pdf -o out.pdf`,
+      from a temporary directory outside the checkout.
+
+The target (issue 5) is the whole PDF in under 3 s on a 2-core machine without a GPU; the ratio
+b/a is printed beside it so that runs on different machines compare. Then one in-process run
+splits (b) into its stages (compile, figures, HTML, WeasyPrint layout, PDF writing), so that a
+reader sees where the time goes.
+
+Exit status: 0 whatever the verdict, unless `--strict` is given (then 1 when the target is
+missed). A failing compile (exit code other than 0 or 1) is an error (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from compile_speed import EXAMPLE, _medians
+
+TARGET_SECONDS = 3.0
+FLOOR = "import lark, sympy, jinja2, latex2mathml.converter, matplotlib.figure, weasyprint"
+
+
+def _stages() -> list[tuple[str, float]]:
+    """One in-process PDF of the flagship, timed stage by stage (imports included in each)."""
+    marks: list[tuple[str, float]] = []
+    start = last = time.perf_counter()
+
+    def mark(label: str) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        marks.append((label, now - last))
+        last = now
+
+    from planc.pipeline import compile_plan
+    from planc.report.view import build_document
+
+    compilation = compile_plan(EXAMPLE)
+    doc = build_document(compilation)
+    mark("compile and view model")
+    from planc.report.html import figures_of, render_html
+
+    figures = figures_of(compilation)
+    mark("figures (matplotlib)")
+    page = render_html(doc, figures)
+    mark("HTML page")
+    import weasyprint  # type: ignore[import-untyped]
+
+    from planc.report.pdf import restricted_fetcher, _templates_dir
+
+    mark("import weasyprint")
+    document = weasyprint.HTML(string=page, base_url=_templates_dir().as_uri() + "/",
+                               url_fetcher=restricted_fetcher()).render()
+    mark(f"WeasyPrint layout ({len(document.pages)} pages)")
+    document.write_pdf()
+    mark("WeasyPrint PDF writing (fonts subset)")
+    marks.append(("total in one process", time.perf_counter() - start))
+    return marks
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="timed runs of each command (default 3)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    with tempfile.TemporaryDirectory(prefix="plan-bench-") as tmp:
+        cwd = Path(tmp)
+        floor = [sys.executable, "-c", FLOOR]
+        pdf = [sys.executable, "-m", "planc.cli", "compile", str(EXAMPLE), "--format", "pdf", "-o", str(cwd / "out.pdf")]
+        medians = _medians({"floor": (floor, {0}), "pdf": (pdf, {0, 1})}, cwd, args.runs)
+        size = (cwd / "out.pdf").stat().st_size
+    a, b = medians["floor"], medians["pdf"]
+    passed = b <= TARGET_SECONDS
+    rows = [
+        ("(a) import the PDF path's libraries", f"{a:.2f} s"),
+        ("(b) plan compile 100m_dau.plan --format pdf", f"{b:.2f} s  ({size / 1e6:.2f} MB)"),
+        ("target", f"b <= {TARGET_SECONDS:.0f} s  {'PASS' if passed else 'FAIL'}"),
+        ("ratio b/a", f"{b / a:.1f}"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"python {sys.version.split()[0]}, median of {args.runs} interleaved run(s) after 1 warm-up each")
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+    print("\nstages of one PDF, in one process:")
+    stages = _stages()
+    width = max(len(label) for label, _ in stages)
+    for label, seconds in stages:
+        print(f"  {label:<{width}}  {seconds:6.2f} s")
+    return 1 if args.strict and not passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
