@@ -59,6 +59,7 @@ class Architecture:
     window: str  # "none", "all" (every layer local), "alternate" (even layers local), "qwen"
     window_default: int | None = None  # the class's `sliding_window` default
     moe: str = "dense"  # "dense", "mixtral", "qwen3_moe" or "deepseek"
+    norms: str = ""  # the layer's norms when they are not Llama's two: "four" (Gemma 2), "qk" (Qwen3)
 
 
 ARCHITECTURES: dict[str, Architecture] = {
@@ -67,10 +68,11 @@ ARCHITECTURES: dict[str, Architecture] = {
     "mixtral": Architecture("decoder", "MixtralConfig", "SwiGLU experts", False, "none", "all", None,
                             "mixtral"),
     "qwen2": Architecture("decoder", "Qwen2Config", "SwiGLU", False, "always", "qwen"),
-    "qwen3": Architecture("decoder", "Qwen3Config", "SwiGLU", False, "attention_bias", "qwen"),
+    "qwen3": Architecture("decoder", "Qwen3Config", "SwiGLU", False, "attention_bias", "qwen", norms="qk"),
     "qwen3_moe": Architecture("decoder", "Qwen3MoeConfig", "SwiGLU experts", False, "attention_bias", "qwen",
-                              None, "qwen3_moe"),
-    "gemma2": Architecture("decoder", "Gemma2Config", "GeGLU", True, "attention_bias", "alternate", 4096),
+                              None, "qwen3_moe", norms="qk"),
+    "gemma2": Architecture("decoder", "Gemma2Config", "GeGLU", True, "attention_bias", "alternate", 4096,
+                           norms="four"),
     "deepseek_v3": Architecture("mla_decoder", "DeepseekV3Config", "SwiGLU experts", False, "none", "none",
                                 None, "deepseek"),
 }
@@ -381,6 +383,7 @@ class _Importer:
         self.mlp()
         self.embeddings()
         self.biases()
+        self.norms()
         self.windows(layers)
         self.experts(layers, intermediate)
         return self.render()
@@ -514,6 +517,15 @@ class _Importer:
             elif self.data.get("attention_bias") is None:
                 self.emit("qkv_bias", False,
                           f"config.json attention_bias absent: {self.arch.config_class} default false")
+
+    def norms(self) -> None:
+        """Norms beyond Llama's two per layer: facts of the model type's code, not of config.json."""
+        assert self.arch is not None
+        if self.arch.norms == "four":
+            self.emit("norms_per_layer", 4, f"config.json model_type {self.model_type}: input, post_attention, "
+                      "pre_feedforward and post_feedforward RMSNorms per layer")
+        elif self.arch.norms == "qk":
+            self.emit("qk_norm", True, f"config.json model_type {self.model_type}: q_norm and k_norm, RMSNorm(head_dim)")
 
     def windows(self, layers: int | None) -> None:
         assert self.arch is not None

@@ -132,12 +132,13 @@ def test_qwen2_5_has_qkv_bias_and_no_window(tmp_path: Path) -> None:
 
 
 def test_qwen3_moe_takes_head_dim_and_expert_sizes_from_the_config(tmp_path: Path) -> None:
-    _, v = imported(tmp_path, "qwen3-30b-a3b", "qwen3")
+    text, v = imported(tmp_path, "qwen3-30b-a3b", "qwen3")
     assert v["head_dim"] == 128 and v["hidden"] / v["heads"] == 64  # head_dim is explicit and differs
     assert v["moe_layers"] == 48 and v["experts"] == 128 and v["experts_per_token"] == 8
     assert v["expert_intermediate"] == 768 and v["shared_experts"] == 0
-    assert near(v["params"], 30.5e9)  # Qwen3-30B-A3B: 30.5 B total, 3.3 B activated
-    assert 3.3e9 <= v["active_params"] < 3.4e9
+    assert fields(text)["qk_norm"][0] == "true"  # a fact of the model type: its per-head q/k norms
+    assert v["params"] == 30_532_122_624  # Hugging Face num_parameters() (keras-hub qwen3_moe preset)
+    assert 3.3e9 <= v["active_params"] < 3.4e9  # Qwen3-30B-A3B: 3.3 B activated
 
 
 def test_deepseek_v3_is_mla(tmp_path: Path) -> None:
@@ -160,7 +161,8 @@ def test_gemma_2_alternates_windows_and_ties_embeddings(tmp_path: Path) -> None:
     assert f["tied_embeddings"] == ("true", "config.json tie_word_embeddings absent: Gemma2Config default true")
     assert f["mlp_matrices"][0] == "3"  # GeGLU is gated although hidden_act is a GELU
     assert v["head_dim"] == 128  # explicit: hidden / heads would be 144
-    assert near(v["params"], 27.2e9)
+    assert f["norms_per_layer"][0] == "4"  # pre- and post-norms around attention and the MLP
+    assert v["params"] == 27_227_128_320  # Hugging Face num_parameters() (keras-hub gemma2_27b_en preset)
 
 
 def test_absent_kv_heads_means_mha(tmp_path: Path) -> None:
