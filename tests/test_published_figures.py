@@ -105,3 +105,41 @@ distillation run {
     # the teacher adds one forward pass per token: 2·N_teacher·D, exactly
     assert v["run.teacher_flops"] == 2 * v["llama_3_1_8b.active_params"] * Fraction(156, 10) * 10**12
     assert v["run.flops"] == v["run.student_flops"] + v["run.teacher_flops"]
+
+
+QUANTIZATION = """
+import "models/llama-3.1-70b"
+import "hardware/h100-sxm"
+quantization ptq {{
+  model = llama_3_1_70b
+  target = int4
+  hardware = h100_sxm
+{quality}}}
+quantization qat = ptq {{ qat_tokens = 2 G tokens; quality_drop = 1 % }}
+"""
+
+
+def test_quantization_prices_qat_and_saves_the_published_int4_bytes(compile_text) -> None:  # type: ignore[no-untyped-def]
+    c = compile_text(QUANTIZATION.format(quality="  quality_drop = 2 %\n"))
+    assert c.ok and c.lowered is not None
+    v = c.lowered.values
+    params = v["llama_3_1_70b.params"]
+    assert params == 70_553_706_496
+    # W4A16 with group-128 FP16 scales: 4 + 16/128 bits = 0.515625 B per weight (physics.md §9.1),
+    # so INT4 saves 1.484375 B per weight against BF16
+    assert v["ptq.weight_bytes_saved"] == params * Fraction(1484375, 10**6)
+    # PTQ trains nothing; QAT is the 6·N·D rule over its tokens (dense model: active = total)
+    assert v["ptq.qat_flops"] == 0 and v["ptq.qat_cost"] == 0
+    assert v["qat.qat_flops"] == 6 * params * 2 * 10**9
+    # at 40 % of the H100 SXM's 989.4 TFLOP/s dense BF16 on 8 devices: 3.10 days, 594 device-hours
+    seconds = 6 * 70_553_706_496 * 2e9 / (989.4e12 * 0.4 * 8)
+    assert float(v["qat.qat_time"]) == pytest.approx(seconds, rel=1e-3)
+    assert v["qat.qat_device_hours"] == v["qat.qat_time"] * 8  # values are in base units (seconds)
+    assert v["ptq.quality_kept"] == Fraction(98, 100) and v["qat.quality_kept"] == Fraction(99, 100)
+
+
+def test_quantization_accuracy_must_be_stated(compile_text) -> None:  # type: ignore[no-untyped-def]
+    # the quality a quantised model keeps cannot be derived: a plan that does not state it is invalid
+    c = compile_text(QUANTIZATION.format(quality=""))
+    assert not c.ok
+    assert any(d.code == "E0204" and "quality_drop" in d.message for d in c.diagnostics)
