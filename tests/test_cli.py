@@ -58,7 +58,9 @@ def test_json_carries_values_units_formulas_and_sources() -> None:
 def test_check_exit_codes(tmp_path: Path) -> None:
     assert run("check", str(EXAMPLE))[0] == 0
     failing = tmp_path / "fail.plan"
-    failing.write_text(EXAMPLE.read_text().replace("check chat.tpot_worst <= 40 ms", "check chat.tpot_worst <= 1 ms"))
+    text = EXAMPLE.read_text()
+    assert "tpot_slo = 40 ms" in text
+    failing.write_text(text.replace("tpot_slo = 40 ms", "tpot_slo = 1 ms"))
     code, out, _ = run("check", str(failing))
     assert code == 1 and "FAIL  TPOT SLO" in out
 

@@ -102,7 +102,7 @@ def test_figures_agree_with_the_plan(figures: list[Figure], flagship: Compilatio
     assert "590.7 FLOP/B" in named["chat-roofline"].caption  # the ridge point, H100 FP8
     assert "131,072 tokens" in named["chat-memory-context"].caption  # Llama-3.1-70B max context
     assert "out of memory beyond" in named["chat-memory-context"].caption
-    assert "TPOT SLO" in named["chat-latency-throughput"].caption  # the plan checks tpot_worst <= 40 ms
+    assert "TPOT SLO" in named["chat-latency-throughput"].caption  # the plan checks tpot_worst <= tpot_slo (40 ms)
     pareto = named["chat-pareto"]
     assert "cost_per_month" in pareto.caption and "tpot_worst" in pareto.caption
     # the band of each headline result ends at the interval the uncertainty stage found, in its unit

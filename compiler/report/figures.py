@@ -168,8 +168,10 @@ class _Plan:
         candidates = sorted(n for n in self.nodes if n.endswith(".max_context"))
         return candidates[0] if len(candidates) == 1 else None
 
-    def slos(self, inst: str, fields: tuple[str, ...]) -> list[tuple[str, float, str]]:
-        """(node, bound, check label) for each check `<inst>.<field> <= constant` (either way round)."""
+    def slos(self, inst: str, fields: tuple[str, ...], swept: str = "batch") -> list[tuple[str, float, str]]:
+        """(node, bound, check label) for each check `<inst>.<field> <= bound` (either way round)
+        whose bound does not move with the swept field: a constant, or quantities such as an
+        SLO input (`<= chat.tpot_slo`), evaluated at the plan's values."""
         wanted = {f"{inst}.{f}" for f in fields}
         out = []
         for check in self.el.checks:
@@ -178,9 +180,11 @@ class _Plan:
                 continue
             left, right = e.args
             subject, bound = (left, right) if e.op in ("<", "<=") else (right, left)
-            if not (isinstance(subject, ir.Ref) and subject.node in wanted) or _refs(bound):
+            if not (isinstance(subject, ir.Ref) and subject.node in wanted):
                 continue
-            value = _constant(bound)
+            if f"{inst}.{swept}" in ir.upstream_of(self.el, _refs(bound)):
+                continue
+            value = _constant(bound, self.values)
             if value is not None and math.isfinite(value):
                 out.append((subject.node, value, check.label or " ".join(check.span.text.split())))
         return out
@@ -194,11 +198,11 @@ def _refs(e: ir.Expr) -> list[str]:
     return []
 
 
-def _constant(e: ir.Expr) -> float | None:
+def _constant(e: ir.Expr, values: dict[str, Any]) -> float | None:
     from ..vector import evaluate
 
     try:
-        return float(evaluate(e, {}))
+        return float(evaluate(e, values))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
 

@@ -1,0 +1,55 @@
+"""Production concerns of a deployment (stdlib `deployment`, section "Production"): rollout and
+canary capacity, and on-call alert thresholds derived from the plan's own limits. Each test
+restates the definition in numbers and checks the stdlib against it on the flagship."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+
+from planc.pipeline import compile_plan
+
+from .conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def v() -> dict[str, Fraction]:
+    c = compile_plan(REPO / "examples" / "100m_dau.plan")
+    assert c.lowered is not None
+    return {k.removeprefix("chat."): val for k, val in c.lowered.values.items() if k.startswith("chat.")}
+
+
+def test_a_rolling_update_at_the_peak_leaves_three_quarters_of_the_needed_replicas(v: dict[str, Fraction]) -> None:
+    # Kubernetes takes down floor(replicas × maxUnavailable) at once, 25 % by default
+    total, needed = v["total_replicas"], v["replicas"]
+    assert (total, needed) == (3938, 3937)
+    assert v["rollout_replicas"] == total - math.floor(total * Fraction(1, 4)) == 2954
+    assert v["rollout_capacity"] == Fraction(2954, 3937)  # < 1: roll out off-peak, or slower
+    # only the N+1 spare may go down at the peak: 1 of 3,938
+    assert v["safe_unavailable"] == Fraction(1, 3938)
+
+
+def test_the_canary_sees_its_sample_in_seconds_at_average_load(v: dict[str, Fraction]) -> None:
+    # 5 % of 1 G requests/day = 578.7 requests/s: 10,000 requests in 17.28 s
+    assert v["canary_time"] == Fraction(10_000) / (Fraction(10**9, 86_400) * Fraction(5, 100))
+    assert float(v["canary_time"]) == pytest.approx(17.28, abs=0.01)
+    assert v["canary_replicas"] == math.ceil(v["replicas"] * Fraction(5, 100))
+
+
+def test_the_queue_depth_alert_is_where_a_new_request_misses_the_ttft_slo(v: dict[str, Fraction]) -> None:
+    # behind Q queued requests a new one waits Q · service time / replicas, then prefills its p99
+    # prompt and decodes one token; at the alert threshold that is exactly the TTFT SLO
+    q = v["queue_depth_alert"]
+    wait = q * v["replica_service_time"] / v["replicas"]
+    p99_prefill = v["prefill_time"] * 6  # p99 prompt 6,000 tokens over the mean 1,000
+    assert wait + p99_prefill + v["tpot"] == pytest.approx(float(v["ttft_slo"]), rel=1e-12)
+    assert v["ttft_slo"] == Fraction(8, 10)
+    assert 20_000 < q < 25_000
+
+
+def test_kv_alert_is_the_planned_batch_at_the_p99_context(v: dict[str, Fraction]) -> None:
+    assert v["kv_usage_alert"] == v["kv_bytes_per_device"] / v["kv_budget"]
+    assert v["kv_usage_planned"] < v["kv_usage_alert"] < 1  # the plan fits with room to alert before OOM
+    assert v["ttft_margin"] == v["ttft_slo"] - v["ttft_tail"] and v["tpot_margin"] > 0
