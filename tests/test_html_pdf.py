@@ -210,6 +210,12 @@ def test_math_unary_minus_and_a_leading_relation() -> None:
     assert text == "=\u2005−3\u2005·\u2005(−a)"
 
 
+def test_math_sets_a_thin_space_before_a_name_in_an_implicit_product() -> None:
+    # sympy writes a closed form's coefficient and name side by side: `6.71 \cdot 10^{8} \mathrm{batch}`
+    text = "".join(_math_tree(mathhtml.latex_to_html(r"6.71 \cdot 10^{8} \mathrm{batch} + 2 h", True)).itertext())
+    assert text == "6.71\u2005·\u200510" + "8\u2009batch\u2005+\u20052h"
+
+
 @pytest.mark.parametrize(("tex", "shape"), [
     (r"\left(\frac{a}{b}\right)", "paren"), (r"\left\lceil \frac{a}{b} \right\rceil", "ceil"),
     (r"\left\lfloor \frac{a}{b} \right\rfloor", "floor"), (r"\left|\frac{a}{b}\right|", "bar"),

@@ -154,6 +154,8 @@ class _Writer:
             markup, child_height = self.node(child)
             height = max(height, child_height)
             between = i > 0 and not _is_operator(children[i - 1])
+            if between and child.tag != "mo" and (_is_word(child) or _is_word(children[i - 1])):
+                markup = _THIN + markup  # implicit product with a name: `10⁸ batch`, not `10⁸batch`
             if child.tag == "mo" and child.text in _RELATIONS:
                 markup = (_SPACE if between else "") + markup + _SPACE
             elif child.tag == "mo" and child.text in _BINARY and between:
@@ -198,6 +200,10 @@ class _Writer:
 
 def _visible(text: str | None) -> str:
     return "".join(ch for ch in (text or "") if ch not in _INVISIBLE)
+
+
+def _is_word(el: ET.Element) -> bool:
+    return el.tag in ("mi", "mtext") and len((el.text or "").strip()) > 1
 
 
 def _is_operator(el: ET.Element) -> bool:
