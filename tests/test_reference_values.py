@@ -157,3 +157,16 @@ deployment d {{ model = llama_3_1_70b; hardware = h100_sxm; traffic = t; weights
     # the same throughput from twice the devices: each stage idles half the time
     assert v2["d.replica_output_tokens_per_s"] < v1["d.replica_output_tokens_per_s"]
     assert v2["d.replica_devices"] == 2 * v1["d.replica_devices"]
+
+
+def test_kernel_fusion_saves_the_published_bytes_per_token_and_layer(compile_text: Callable[[str], Compilation]) -> None:
+    # physics.md §11: fused residual-add + RMSNorm moves 4·h·b instead of 5·h·b (two norms a
+    # layer); fused silu_and_mul 3·I·b instead of 5·I·b, "~28 KiB/token/layer" for 70B at TP4
+    v = values(compile_text(deployment("llama-3.1-70b", tp=4)))
+    saved = v["d.unfused_elementwise_bytes"] - v["d.fused_elementwise_bytes"]
+    per_token_layer = saved / 80  # batch 1, 80 layers
+    mlp_part = 2 * 28_672 // 4 * 2
+    assert mlp_part == 28 * 1024
+    assert per_token_layer == 2 * 8192 * 2 + mlp_part
+    # memory-bound: the time saved is those bytes at the achieved bandwidth
+    assert v["d.fusion_time_saved"] == saved / (v["h100_sxm.memory_bandwidth"] * v["d.mbu"])
