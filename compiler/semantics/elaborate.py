@@ -807,6 +807,12 @@ class Elaborator:
         if e.op in "+-":
             if ld != rd:
                 return self._mismatch(e, left, right, "add" if e.op == "+" else "subtract")
+            # A term that a static condition turned off (`+ (if qkv_bias then … else 0)` for a
+            # model without biases) is left out, so the formula does not read `… + 0`.
+            if _vanished(e.right, right):
+                return left
+            if e.op == "+" and _vanished(e.left, left):
+                return right
             return ir.Op(e.op, (left, right), ld, e.span)
         if e.op == "*":
             return ir.Op("*", (left, right), ld * rd, e.span)
@@ -1040,3 +1046,8 @@ def _unit_help(want: Dim | str, got: Dim | str) -> str:
 def elaborate(program: Program, sink: dx.Sink,
               overrides: dict[tuple[str, str], ast.Expr] | None = None) -> ir.Elaborated:
     return Elaborator(program, sink, overrides).run()
+
+
+def _vanished(node: ast.Expr, value: ir.Expr) -> bool:
+    """A conditional whose static condition chose a literal zero."""
+    return isinstance(node, ast.If) and isinstance(value, ir.Lit) and value.value == 0
