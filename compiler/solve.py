@@ -718,7 +718,11 @@ class _Solver:
 
     # ---- sensitivity ----------------------------------------------------------------------
     def sensitivities(self) -> list[Sensitivity]:
-        """Elasticities ∂ln y/∂ln x of each summary item with respect to every input it depends on."""
+        """Elasticities ∂ln y/∂ln x of each summary item with respect to every input it depends on,
+        where the plan stays valid a step either way: an input that breaks one of the plan's
+        requirements when nudged by 1 % (tensor parallelism that no longer divides the heads, a
+        layer count that pipeline stages no longer divide) is a discrete design choice, and an
+        elasticity of it would be an artefact."""
         el = self.base.elaborated
         targets = [e for e in el.summary if isinstance(e, ir.Ref) and isinstance(e.dim, Dim)]
         if not targets:
@@ -739,6 +743,7 @@ class _Solver:
             col[2 * j + 1] *= 1 - h
             fixed[n] = col
         vals = evaluate_many(el, self.base.values, fixed)
+        valid = self._valid_points(vals, 2 * len(inputs))
         out = []
         for t in targets:
             y = np.broadcast_to(np.asarray(vals[t.node], dtype=float), (2 * len(inputs),))
@@ -746,6 +751,8 @@ class _Solver:
             entries = []
             for j, n in enumerate(inputs):
                 if base_y == 0 or not (math.isfinite(y[2 * j]) and math.isfinite(y[2 * j + 1])):
+                    continue
+                if not (valid[2 * j] and valid[2 * j + 1]):
                     continue
                 up = math.log(abs(y[2 * j]) + 1e-300) - math.log(abs(base_y))
                 down = math.log(abs(base_y)) - math.log(abs(y[2 * j + 1]) + 1e-300)
@@ -760,6 +767,24 @@ class _Solver:
 
 
 # ---- exact probing of one unknown ---------------------------------------------------------
+
+
+    def _valid_points(self, vals: dict[str, Any], n: int) -> Any:
+        """Which of n vectorised points keep every requirement of the plan's kinds."""
+        import numpy as np
+
+        from .vector import evaluate as evaluate_vector
+
+        env = {**self.base.values, **vals}
+        valid = np.ones(n, dtype=bool)
+        with np.errstate(all="ignore"):
+            for r in self.base.elaborated.requirements:
+                try:
+                    holds = np.asarray(evaluate_vector(r.expr, env))
+                except (ArithmeticError, TypeError, ValueError, KeyError):
+                    continue  # not evaluable on the grid: the exact plan checked it already
+                valid &= np.broadcast_to(holds.astype(bool), (n,))
+        return valid
 
 
 class _Probe:

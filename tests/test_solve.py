@@ -270,3 +270,41 @@ def test_solve_needs_an_instance_and_a_check(compile_text: Callable[[str], Compi
     assert "E0303" in {d.code for d in c.diagnostics}
     c = compile_text(plan("solve batch for d"))  # no check depends on the batch
     assert "E0504" in {d.code for d in c.diagnostics}
+
+
+# ---- sensitivity --------------------------------------------------------------------------
+
+SENSITIVITY = """
+kind part {
+  input x: count
+  input k: count = 2
+  input n: count = 4
+  require floor(8 / n) * n == 8 "n divides 8"
+  derive y: count = k * x ^ 2 + 8 / n
+}
+part p { x = 3 }
+summary p.y
+"""
+
+
+def test_elasticities_are_log_derivatives_where_the_plan_stays_valid(compile_text: Callable[[str], Compilation]) -> None:
+    c = compile_text(SENSITIVITY)
+    assert c.ok, c.diagnostics
+    [s] = c.sensitivities
+    e = dict(s.entries)
+    # y = k·x² + 8/n = 20 at x = 3: ∂ln y/∂ln x = 2·k·x²/y = 1.8, ∂ln y/∂ln k = k·x²/y = 0.9
+    # (central differences over ±1 % in ln: exact to about 1e-5)
+    assert e["p.x"] == pytest.approx(1.8, rel=1e-4) and e["p.k"] == pytest.approx(0.9, rel=1e-4)
+    # n = 4 nudged by 1 % no longer divides 8: a design choice, not a dial; it has no elasticity
+    assert "p.n" not in e
+
+
+def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: Callable[[str], Compilation]) -> None:
+    from .conftest import REPO
+    from planc.pipeline import compile_plan
+
+    c = compile_plan(REPO / "examples" / "100m_dau.plan")
+    devices = dict(next(s for s in c.sensitivities if s.target == "chat.devices").entries)
+    assert devices["chat_traffic.daily_active_users"] == pytest.approx(1, abs=0.02)
+    assert devices["chat.utilization_target"] == pytest.approx(-1, abs=0.02)
+    assert "chat.tensor_parallel" not in devices and "chat.pipeline_parallel" not in devices
