@@ -210,6 +210,12 @@ def test_math_unary_minus_and_a_leading_relation() -> None:
     assert text == "=\u2005−3\u2005·\u2005(−a)"
 
 
+def test_math_keeps_the_index_of_a_root() -> None:
+    root = _math_tree(mathhtml.latex_to_html(r"\sqrt[3]{x} + \sqrt{y}", True))
+    assert "".join(root.itertext()) == "3√x\u2005+\u2005√y"
+    assert root.find(".//span[@class='sqrt']/sup") is not None
+
+
 def test_math_sets_a_thin_space_before_a_name_in_an_implicit_product() -> None:
     # sympy writes a closed form's coefficient and name side by side: `6.71 \cdot 10^{8} \mathrm{batch}`
     text = "".join(_math_tree(mathhtml.latex_to_html(r"6.71 \cdot 10^{8} \mathrm{batch} + 2 h", True)).itertext())

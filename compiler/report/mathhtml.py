@@ -2,8 +2,8 @@
 
 Contract: `latex_to_html(tex, inline) -> str` returns one `<span class="math">` whose content is
 text and `<span>`/`<i>`/`<sup>`/`<sub>` elements styled by `templates/design.css` (fractions
-as stacked boxes with a rule, tall fences and radicals drawn with borders, `cases` as a small
-table), or — when the formula cannot be converted — an escaped `<code class="tex">` of the
+as stacked boxes with a rule, radicals with an overline, `cases` as a small table; around tall
+content, parentheses and braces as their glyph scaled and brackets as borders), or — when the formula cannot be converted — an escaped `<code class="tex">` of the
 LaTeX: a report never fails over one formula. Every piece of text from the formula is escaped;
 the element carries the LaTeX in `data-tex` for a reader who wants to copy it. The result is
 deterministic and cached per (tex, inline).
@@ -13,8 +13,8 @@ between glyph outlines (ziamath's SVG, which WeasyPrint parses point by point: a
 flagship's PDF) and text laid out with CSS, which WeasyPrint sets with the font engine it uses
 for the rest of the page (about 3 s for the same formulas), and which a reader can select and
 search in the PDF. The layout is TeX's in outline, not in detail: binary operators and
-relations get a medium space, fences around a fraction or a table stretch (as borders), nested
-fractions and scripts shrink, and a long display formula may break after a top-level operator
+relations get a medium space, fences around a fraction or a table stretch, nested fractions
+and scripts shrink, and a long display formula may break after a top-level operator
 rather than run off the page.
 
 The LaTeX comes from `report.latex` (and `sympy.latex` for the closed forms of asks), a small
@@ -47,11 +47,11 @@ _BINARY = frozenset("+−-·×∧∨")
 _RELATIONS = frozenset("=<>≤≥≠≈∼→")
 # Invisible operators (function application, invisible times and separator) print nothing.
 _INVISIBLE = frozenset("\u2061\u2062\u2063\u2064")
-# Fence characters → the class that draws them as borders when the fenced content is tall.
-# Parentheses and braces stretch as their glyph scaled; the rest are drawn as borders.
-_GLYPH_FENCES = frozenset({"paren", "brace"})
 _FRACTION = 0.9  # a fraction's height in lines, per line of numerator and denominator
 _FENCE_SCALE = 0.85  # a glyph fence's vertical scale per line of the content's height
+# Fence characters → the shape of the fence around tall content (a CSS class): parentheses and
+# braces stretch as their glyph scaled, the others are drawn as the borders of their cells.
+_GLYPH_FENCES = frozenset({"paren", "brace"})
 _FENCES = {"(": "paren", ")": "paren", "[": "bracket", "]": "bracket", "⌈": "ceil", "⌉": "ceil",
            "⌊": "floor", "⌋": "floor", "|": "bar", "{": "brace", "}": "brace"}
 
@@ -64,7 +64,7 @@ def latex_to_html(tex: str, inline: bool) -> str:
 @functools.lru_cache(maxsize=4096)
 def _render(tex: str, inline: bool) -> str:
     try:
-        body, _tall = _Writer().row(list(to_mathml(tex, inline)))
+        body, _height = _Writer().row(list(to_mathml(tex, inline)))
     except Exception:  # noqa: BLE001 - any failure of the converter degrades to the source
         return fallback(tex)
     kind = "math inline" if inline else "math"
@@ -132,8 +132,9 @@ class _Writer:
             return self._scripts(el)
         if tag in ("msqrt", "mroot") and len(el):
             inner, height = self.row([el[0]] if tag == "mroot" else list(el))
+            index = f"<sup>{self.node(el[1])[0]}</sup>" if tag == "mroot" and len(el) > 1 else ""
             radix = '<span class="radix tall">√</span>' if height > 1 else '<span class="radix">√</span>'
-            return f'<span class="sqrt">{radix}<span class="radicand">{inner}</span></span>', height + 0.1
+            return f'<span class="sqrt">{index}{radix}<span class="radicand">{inner}</span></span>', height + 0.1
         if tag == "mtable":
             rows, height = [], 0.0
             for tr in el:
