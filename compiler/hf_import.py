@@ -611,6 +611,8 @@ class _Importer:
         if moe == "deepseek":
             shared = self.need("n_shared_experts", "shared_experts", minimum=0)
             self.emit("shared_experts", shared or 0, "config.json n_shared_experts")
+            self.emit("router_bias", True, f"config.json model_type {self.model_type}: the router's "
+                      "e_score_correction_bias, one per routed expert (DeepseekV3TopkRouter)")
         if moe == "mixtral":
             self.emit("expert_intermediate", intermediate or 0,
                       "config.json intermediate_size (each expert is a full-size MLP)")

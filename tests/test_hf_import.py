@@ -144,7 +144,8 @@ def test_qwen3_moe_takes_head_dim_and_expert_sizes_from_the_config(tmp_path: Pat
 def test_deepseek_v3_is_mla(tmp_path: Path) -> None:
     text, v = imported(tmp_path, "deepseek-v3", "deepseek_v3")
     assert "mla_decoder deepseek_v3 {" in text
-    assert near(v["params"], 671e9)  # DeepSeek-V3: 671 B (the MTP module excluded)
+    assert v["params"] == 671_026_419_200  # the main model's tensors (MTP excluded), as stdlib/models
+    assert fields(text)["router_bias"][0] == "true"
     assert kv_per_token(v) == 35_136  # (512 latent + 64 RoPE key) · 61 layers
     f = fields(text)
     assert "kv_heads" not in f and "head_dim" not in f

@@ -53,9 +53,11 @@ CATALOG: dict[str, Headline] = {
     "qwen3-30b-a3b": Headline("qwen3_30b_a3b", 30_532_122_624, 49_152, 3_353_032_704),
     # Qwen3-235B-A22B model card: 235 B total / 22 B active; exact 235,093,634,560 (same source).
     "qwen3-235b-a22b": Headline("qwen3_235b_a22b", 235_093_634_560, 96_256, 22_190_763_520),
-    # physics.md §1.2: formula 671.03 B (README_WEIGHTS 671 B), active 37.5 B by the plain formula
-    # (paper 37 B, README_WEIGHTS 36.7 B); §1.3: 61 × (512 + 64) = 35,136 elements (70,272 B BF16).
-    "deepseek-v3": Headline("deepseek_v3", 671_026_404_352, 35_136, 37_552_282_624),
+    # physics.md §1.2: formula 671.03 B (README_WEIGHTS 671 B); exact 671,026,419,200 with the router's
+    # correction bias, the main-model tensors of the checkpoint (MTP and FP8 scales excluded; counted
+    # by public audits of the safetensors headers). Active 37.55 B by the plain formula (paper 37 B,
+    # README_WEIGHTS 36.7 B); §1.3: 61 × (512 + 64) = 35,136 elements (70,272 B BF16).
+    "deepseek-v3": Headline("deepseek_v3", 671_026_419_200, 35_136, 37_552_297_472),
     # google/gemma-2-27b: 27,227,128,320 with all four norms per layer (keras-hub gemma2_27b_en preset).
     "gemma-2-27b": Headline("gemma_2_27b", 27_227_128_320, 188_416),
 }
