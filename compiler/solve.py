@@ -480,8 +480,9 @@ class _Solver:
         ans.low, ans.high = ends
         return ans
 
-    def _choices(self, node_id: str) -> list[Choice]:
-        el = self.base.elaborated
+    def _choices(self, node_id: str, lowered: Lowered | None = None) -> list[Choice]:
+        lowered = lowered or self.base
+        el = lowered.elaborated
         cone = ir.upstream_of(el, [node_id])
         out: list[Choice] = []
         for n in reversed(el.order):
@@ -499,11 +500,11 @@ class _Solver:
                 values = []
                 for b in branches:
                     try:
-                        values.append(evaluate(b, self.base.values))
+                        values.append(evaluate(b, lowered.values))
                     except EvalError:
                         values.append(None)
                 if e.op == "if":
-                    active = 0 if evaluate(e.args[0], self.base.values) else 1
+                    active = 0 if evaluate(e.args[0], lowered.values) else 1
                 else:
                     defined = [v for v in values if v is not None]
                     best = (max if e.op == "max" else min)(defined) if defined else None
@@ -541,9 +542,36 @@ class _Solver:
                             [("baseline", [v for *_, v in base]), (q.title, [v for *_, v in new])])
         for (label, dim, _, before), (*_, after) in zip(base, new):
             if dim == ir.BOOL and before != after:
-                table.notes.append(f"`{label}` {'now fails' if before else 'now passes'}")
+                table.notes.append(f"{label}: {'now fails' if before else 'now passes'}")
+        table.notes.extend(self._binding_notes(variant))
         table.evaluated = 1
         return table
+
+    def _binding_notes(self, variant: Lowered) -> list[str]:
+        """What decides the headline (the first `summary` item) in a scenario: each `max`/`min`
+        behind it whose binding branch differs from the baseline's, or, when none does, the ones
+        that bind in both — a scenario is recomputed, so what binds first is found, not guessed."""
+        summary = [e for e in self.base.elaborated.summary if isinstance(e, ir.Ref)]
+        if not summary or summary[0].node not in variant.elaborated.nodes:
+            return []
+        headline = summary[0].node
+
+        def keyed(lowered: Lowered) -> dict[tuple[str, str, int], Choice]:
+            out: dict[tuple[str, str, int], Choice] = {}
+            for c in self._choices(headline, lowered):
+                if c.op == "if":
+                    continue
+                n = sum(1 for k in out if k[:2] == (c.node, c.op))
+                out[(c.node, c.op, n)] = c
+            return out
+
+        before, after = keyed(self.base), keyed(variant)
+        changed = [f"{k[0]} is now set by {_text(c.branches[0])} ({c.op}; in the baseline by {_text(before[k].branches[0])})"
+                   for k, c in after.items() if k in before and _text(before[k].branches[0]) != _text(c.branches[0])]
+        if changed:
+            return [f"what decides {headline} changes: " + "; ".join(changed)]
+        same = [f"{k[0]} by {_text(c.branches[0])}" for k, c in after.items()][:4]
+        return [f"the same constraints decide {headline} as in the baseline: " + ", ".join(same)] if same else []
 
     def points(self, domain: ast.Domain, lowered: Lowered) -> list[ast.Expr] | None:
         if domain.values is not None:
@@ -1168,3 +1196,8 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
             front.append(i)
             best = points[i][1]
     return front
+
+
+def _text(e: ir.Expr) -> str:
+    """An expression as the plan wrote it."""
+    return " ".join(e.span.text.split())

@@ -308,3 +308,22 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
     assert devices["chat_traffic.daily_active_users"] == pytest.approx(1, abs=0.02)
     assert devices["chat.utilization_target"] == pytest.approx(-1, abs=0.02)
     assert "chat.tensor_parallel" not in devices and "chat.pipeline_parallel" not in devices
+
+
+def test_a_scenario_names_what_starts_to_bind(compile_text: Callable[[str], Compilation]) -> None:
+    from .conftest import REPO
+
+    flagship = (REPO / "examples" / "100m_dau.plan").read_text(encoding="utf-8")
+    c = compile_text(flagship + 'scenario "huge batch" { chat.batch = 512 }\n')
+    assert c.ok, c.diagnostics
+    tables = {a.title: a for a in c.answers if isinstance(a, TableAnswer) and a.kind == "scenario"}
+    # 10× the traffic needs 10× the replicas, and the same limits decide the fleet
+    assert tables["10x traffic"].notes == [
+        "the same constraints decide chat.devices as in the baseline: chat.replicas by throughput_replicas, "
+        "chat.concurrency_replicas by batch, chat.speculative_step_time by decode_memory_time, "
+        "chat.step_time by decode_memory_time"]
+    # at batch 512 the KV cache no longer holds the batch: memory (max_batch) caps it, and
+    # concurrency, not throughput, sets the replicas
+    [note] = [n for n in tables["huge batch"].notes if n.startswith("what decides")]
+    assert "chat.replicas is now set by concurrency_replicas (max; in the baseline by throughput_replicas)" in note
+    assert "chat.concurrency_replicas is now set by max_batch (min; in the baseline by batch)" in note
