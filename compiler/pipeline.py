@@ -26,6 +26,7 @@ class Compilation:
     lowered: Lowered | None = None
     answers: list[Any] = field(default_factory=list)  # solve.Answer
     sensitivities: list[Any] = field(default_factory=list)  # solve.Sensitivity
+    bindings: list[Any] = field(default_factory=list)  # solve.Choice: what binds the headline
     uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
 
     @property
@@ -59,7 +60,7 @@ def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
-                result.answers, result.sensitivities = answer(program, lowered, sink)
+                result.answers, result.sensitivities, result.bindings = answer(program, lowered, sink)
             if not sink.has_errors and any(n.interval for n in elaborated.nodes.values()):
                 from .uncertainty import propagate
 

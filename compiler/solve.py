@@ -3,8 +3,10 @@ equation for an unknown, scenarios, comparisons, sweeps, searches — and the se
 the headline numbers.
 
 Contract
-- `answer(program, lowered, sink) -> list[Answer]` runs after lowering. Every answer is a typed
-  record the report formats; nothing here formats text for people except the algebra (LaTeX).
+- `answer(program, lowered, sink) -> (answers, sensitivities, bindings)` runs after lowering:
+  the answers in question order, the elasticities of each summary item, and the `max`/`min`
+  choices behind the headline (the first summary item). Every answer is a typed record the
+  report formats; nothing here formats text for people except the algebra (LaTeX).
 - A question's `given`, a scenario's assignments and a sweep's points are *overrides*: they
   replace a field's definition, as an assignment in the plan would. Numeric overrides of
   quantities re-evaluate the graph (exactly for single points, vectorised with numpy for many);
@@ -133,14 +135,14 @@ Answer = AskAnswer | TableAnswer | SolveAnswer
 # ---- the stage ----------------------------------------------------------------------------
 
 
-def answer(program: Program, lowered: Lowered, sink: dx.Sink) -> tuple[list[Answer], list[Sensitivity]]:
+def answer(program: Program, lowered: Lowered, sink: dx.Sink) -> tuple[list[Answer], list[Sensitivity], list[Choice]]:
     solver = _Solver(program, lowered, sink)
     answers: list[Answer] = []
     for q in lowered.elaborated.questions:
         result = solver.question(q)
         if result is not None:
             answers.append(result)
-    return answers, solver.sensitivities()
+    return answers, solver.sensitivities(), solver.headline_choices()
 
 
 class _Solver:
@@ -546,6 +548,11 @@ class _Solver:
         table.notes.extend(self._binding_notes(variant))
         table.evaluated = 1
         return table
+
+    def headline_choices(self) -> list[Choice]:
+        """The `max`/`min` choices behind the first summary item: what binds the headline."""
+        summary = [e for e in self.base.elaborated.summary if isinstance(e, ir.Ref)]
+        return [c for c in self._choices(summary[0].node) if c.op != "if"] if summary else []
 
     def _binding_notes(self, variant: Lowered) -> list[str]:
         """What decides the headline (the first `summary` item) in a scenario: each `max`/`min`

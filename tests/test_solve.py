@@ -327,3 +327,20 @@ def test_a_scenario_names_what_starts_to_bind(compile_text: Callable[[str], Comp
     [note] = [n for n in tables["huge batch"].notes if n.startswith("what decides")]
     assert "chat.replicas is now set by concurrency_replicas (max; in the baseline by throughput_replicas)" in note
     assert "chat.concurrency_replicas is now set by max_batch (min; in the baseline by batch)" in note
+
+
+def test_the_summary_names_what_binds_the_headline() -> None:
+    from planc.pipeline import compile_plan
+    from planc.report.view import build_document, document_json
+
+    from .conftest import REPO
+
+    c = compile_plan(REPO / "examples" / "100m_dau.plan")
+    doc = build_document(c)
+    assert doc.bindings_target == "chat.devices"
+    # the fleet is throughput-bound (3,937 replicas against 1,614 for concurrency), decode memory-bound
+    assert doc.bindings[0] == ("chat.replicas", "max", "throughput_replicas", "3,937", "concurrency_replicas = 1,614")
+    assert ("chat.step_time", "max", "decode_memory_time") in {row[:3] for row in doc.bindings}
+    data = document_json(doc, c)
+    assert data["bindings"]["target"] == "chat.devices"
+    assert data["bindings"]["choices"][0]["in_effect"] == "throughput_replicas"

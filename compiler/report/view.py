@@ -121,6 +121,9 @@ class DocumentView:
     checks: list[CheckView] = field(default_factory=list)
     questions: list[QuestionView] = field(default_factory=list)
     sensitivities: list[SensitivityView] = field(default_factory=list)
+    # what binds the headline: (quantity, max/min, branch in effect, its value, the other branches)
+    bindings: tuple[tuple[str, str, str, str, str], ...] = ()
+    bindings_target: str = ""
     uncertainty: UncertaintyView | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -301,6 +304,9 @@ def build_document(compilation: Compilation) -> DocumentView:
     doc.sensitivities = [
         SensitivityView(s.target, tuple((n, f"{e:+.3g}") for n, e in s.entries[:8])) for s in compilation.sensitivities
     ]
+    doc.bindings = _choice_rows(getattr(compilation, "bindings", []), b)
+    summary_refs = [e for e in el.summary if isinstance(e, ir.Ref)]
+    doc.bindings_target = summary_refs[0].node if doc.bindings and summary_refs else ""
     doc.warnings = [d.message for d in compilation.diagnostics if not d.is_error]
     return doc
 
@@ -360,16 +366,22 @@ def _limit_name(lim: Any) -> str:
     return f"{text} (a requirement of the plan)" if lim.requirement else text
 
 
+def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, str, str], ...]:
+    """(quantity, max/min/if, the branch in effect, its value, the other branches = values)."""
+    rows = []
+    for c in choices:
+        owner = b.nodes[c.node]
+        fmt = lambda v, e=c.branches[0]: b.format(v, e.dim, None) if v is not None else "undefined"  # noqa: E731
+        others = "; ".join(f"{' '.join(e.span.text.split())} = {fmt(v)}" for e, v in zip(c.branches[1:], c.values[1:]))
+        rows.append((owner.id, c.op, " ".join(c.branches[0].span.text.split()), fmt(c.values[0]), others))
+    return tuple(rows)
+
+
 def _solve_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     node = b.nodes[ans.unknown]
     show = lambda v: b.format(v, node.dim, node.unit) if v is not None else "undefined"  # noqa: E731
     if ans.low is None and ans.high is None:  # a derived quantity and the choices behind it
-        rows = []
-        for c in ans.choices:
-            owner = b.nodes[c.node]
-            fmt = lambda v, e=c.branches[0]: b.format(v, e.dim, None) if v is not None else "undefined"  # noqa: E731
-            others = "; ".join(f"{' '.join(e.span.text.split())} = {fmt(v)}" for e, v in zip(c.branches[1:], c.values[1:]))
-            rows.append((owner.id, c.op, " ".join(c.branches[0].span.text.split()), fmt(c.values[0]), others))
+        rows = _choice_rows(ans.choices, b)
         return QuestionView(**base, result=f"{ans.unknown} = {show(ans.value)}",
                             headers=("quantity", "choice", "in effect", "value", "instead of"), rows=tuple(rows),
                             notes=("each max, min and if in the formulas the quantity is computed from, with the "
@@ -426,6 +438,8 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "checks": [asdict(c) for c in doc.checks],
         "questions": [asdict(q) for q in doc.questions],
         "sensitivities": [asdict(x) for x in doc.sensitivities],
+        "bindings": {"target": doc.bindings_target, "choices": [
+            dict(zip(("quantity", "op", "in_effect", "value", "instead_of"), row)) for row in doc.bindings]},
         "uncertainty": asdict(doc.uncertainty) if doc.uncertainty else None,
         "warnings": doc.warnings,
     }
