@@ -1,0 +1,62 @@
+"""docs/report-json.md documents the JSON report (`plan.report/1`): every key it lists is in the
+output and every key of the output is listed, section by section, so the page cannot drift."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+
+import pytest
+
+from planc.pipeline import compile_plan
+from planc.report.markdown import render_json
+from planc.report.view import (CheckView, QuantityView, QuestionView, SensitivityView, SummaryView,
+                               UncertaintyView, build_document, document_json)
+
+from .conftest import REPO
+
+DOC = REPO / "docs" / "report-json.md"
+
+
+def _documented() -> dict[str, set[str]]:
+    """Section title → the keys in the first column of its table (`a`, `b` cells give both)."""
+    out: dict[str, set[str]] = {}
+    for block in re.split(r"^## ", DOC.read_text(encoding="utf-8"), flags=re.M)[1:]:
+        title, _, body = block.partition("\n")
+        keys = set()
+        for line in body.splitlines():
+            if line.startswith("| `"):
+                keys |= set(re.findall(r"`([a-z_]+)`", line.split("|")[1]))
+        out[title.strip()] = keys
+    return out
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    c = compile_plan(REPO / "examples" / "100m_dau.plan")
+    return json.loads(render_json(document_json(build_document(c), c)))
+
+
+def test_top_level_keys_are_documented(report: dict) -> None:
+    assert report["schema"] == "plan.report/1"
+    assert _documented()["Top level"] == set(report)
+
+
+@pytest.mark.parametrize(("section", "view", "key"), [
+    ("summary item", SummaryView, "summary"), ("quantity", QuantityView, "quantities"),
+    ("check", CheckView, "checks"), ("question", QuestionView, "questions"),
+    ("sensitivity", SensitivityView, "sensitivities"), ("uncertainty", UncertaintyView, "uncertainty"),
+])
+def test_record_keys_are_documented(report: dict, section: str, view: type, key: str) -> None:
+    documented = _documented()[section]
+    assert documented == {f.name for f in fields(view)}
+    records = report[key] if isinstance(report[key], list) else [report[key]]
+    assert records and all(set(r) == documented for r in records)
+
+
+def test_bindings_are_documented(report: dict) -> None:
+    assert _documented()["bindings"] == set(report["bindings"])
+    text = DOC.read_text(encoding="utf-8")
+    for choice in report["bindings"]["choices"]:
+        assert all(f"`{k}`" in text for k in choice), sorted(choice)
