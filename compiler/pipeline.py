@@ -28,6 +28,7 @@ class Compilation:
     sensitivities: list[Any] = field(default_factory=list)  # solve.Sensitivity
     bindings: list[Any] = field(default_factory=list)  # solve.Choice: what binds the headline
     uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
+    source: str = ""  # the plan's own text, for the report's appendix
 
     @property
     def ok(self) -> bool:
@@ -53,6 +54,8 @@ def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
     sink = dx.Sink()
     result = Compilation(shown)
     program = load_program(Path(path), sink, shown)
+    if program is not None:
+        result.source = program.main_file.text
     if program is not None and not sink.has_errors:
         elaborated = elaborate(program, sink)
         if not sink.has_errors:

@@ -66,6 +66,7 @@ class Page:
     section_figures: dict[str, list[FigureView]]  # section title → the figures that close it
     sensitivity_figures: dict[str, list[FigureView]]  # sensitivity target → its figures
     math: Callable[[str], Markup]  # inline math
+    source: list[tuple[str, str]]  # the plan's text as (token class, piece), for the appendix
 
 
 def render_html(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None) -> str:
@@ -78,8 +79,8 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
     anchors = _Anchors()
     fixed = document_parts(doc)
     placed = place(figures, doc)
-    if ("part", ":figures") in placed:
-        fixed.append(":figures")
+    if ("part", ":figures") in placed:  # figures with no other place close the body, before the appendix
+        fixed.insert(fixed.index(":source") if ":source" in fixed else len(fixed), ":figures")
     parts = {p: anchors.new(PARTS[p]) for p in fixed}
     sections = {s.title: anchors.new(s.anchor or s.title) for s in doc.sections}
     toc = [TocEntry(parts[p], PARTS[p]) for p in fixed[:2]]
@@ -104,7 +105,16 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
         section_figures={k[1]: v for k, v in views.items() if k[0] == "section"},
         sensitivity_figures={k[1]: v for k, v in views.items() if k[0] == "sensitivity"},
         math=_inline_math,
+        source=_highlighted(doc.source),
     )
+
+
+def _highlighted(text: str) -> list[tuple[str, str]]:
+    if not text:
+        return []
+    from ..syntax.highlight import pieces
+
+    return pieces(text)
 
 
 # ---- math ---------------------------------------------------------------------------------

@@ -39,11 +39,18 @@ def code(text: object) -> str:
     return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
 
 
+def verbatim(text: object) -> str:
+    """Text for a fenced code block: as it is, ending with a newline before the closing fence."""
+    s = str(text)
+    return s if s.endswith("\n") else s + "\n"
+
+
 @functools.cache
 def _env() -> jinja2.Environment:
     env = environment(autoescape=False)
     env.filters["md"] = md
     env.filters["code"] = code
+    env.filters["verbatim"] = verbatim
     return env
 
 
@@ -70,7 +77,13 @@ def render_markdown(doc: DocumentView, figures: Sequence[FigureFile] = ()) -> st
 
         placed = {key: [f for _, f in figs] for key, figs in place(figures, doc).items()}
     text = _env().get_template("design.md.j2").render(doc=doc, figures=placed)
-    return re.sub(r"\n{3,}", "\n\n", text)
+    # Runs of blank lines left by the template collapse, except in the plan's own text (the
+    # appendix, last), which is shown as it is.
+    body, heading, appendix = text.partition(_APPENDIX)
+    return re.sub(r"\n{3,}", "\n\n", body) + heading + appendix
+
+
+_APPENDIX = "\n## Appendix: plan source\n"
 
 
 def render_json(data: dict[str, Any]) -> str:

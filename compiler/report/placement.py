@@ -1,7 +1,7 @@
 """Where each figure goes in the document, for every format that shows figures.
 
 Contract: `parts(doc)` lists the fixed parts the document has, in order (`:summary`,
-`:assumptions`, then `:checks`, `:questions`, `:sensitivity` when present); `place(figures,
+`:assumptions`, then `:checks`, `:questions`, `:sensitivity`, `:source` when present); `place(figures,
 doc)` groups figures by where they go: `("part", ":summary")`, `("section", "Memory")` (a section
 title of the plan), or `("sensitivity", "chat.devices")` for the sensitivity chart of one target;
 a figure whose place the document does not have goes to `("part", ":figures")`, a closing part.
@@ -30,12 +30,14 @@ FIGURE_PLACES: tuple[tuple[str, str], ...] = (
 # The fixed parts of the document, in order, with their titles (section titles come between
 # assumptions and checks).
 PARTS = {":summary": "Summary", ":assumptions": "Assumptions", ":checks": "Checks",
-         ":questions": "Questions", ":sensitivity": "Sensitivity", ":figures": "Figures"}
+         ":questions": "Questions", ":sensitivity": "Sensitivity", ":source": "Appendix: plan source",
+         ":figures": "Figures"}
 
 
 def parts(doc: DocumentView) -> list[str]:
     return [":summary", ":assumptions"] + [p for p, present in (
-        (":checks", doc.checks), (":questions", doc.questions), (":sensitivity", doc.sensitivities)) if present]
+        (":checks", doc.checks), (":questions", doc.questions), (":sensitivity", doc.sensitivities),
+        (":source", doc.source)) if present]
 
 
 def place(figures: Iterable[Any], doc: DocumentView) -> dict[tuple[str, str], list[tuple[int, Any]]]:

@@ -125,6 +125,8 @@ class DocumentView:
     bindings: tuple[tuple[str, str, str, str, str], ...] = ()
     bindings_target: str = ""
     uncertainty: UncertaintyView | None = None
+    source: str = ""  # the plan's text, shown in the appendix
+    source_fence: str = "```"  # a Markdown fence longer than any run of backticks in it
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -307,6 +309,9 @@ def build_document(compilation: Compilation) -> DocumentView:
     doc.bindings = _choice_rows(getattr(compilation, "bindings", []), b)
     summary_refs = [e for e in el.summary if isinstance(e, ir.Ref)]
     doc.bindings_target = summary_refs[0].node if doc.bindings and summary_refs else ""
+    doc.source = getattr(compilation, "source", "")
+    longest = max((len(run) for run in re.findall(r"`+", doc.source)), default=0)
+    doc.source_fence = "`" * max(3, longest + 1)
     doc.warnings = [d.message for d in compilation.diagnostics if not d.is_error]
     return doc
 
@@ -442,4 +447,5 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
             dict(zip(("quantity", "op", "in_effect", "value", "instead_of"), row)) for row in doc.bindings]},
         "uncertainty": asdict(doc.uncertainty) if doc.uncertainty else None,
         "warnings": doc.warnings,
+        "source": doc.source,
     }
