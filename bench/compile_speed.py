@@ -84,6 +84,14 @@ def _heavy_imports(cmd: list[str], cwd: Path) -> list[str]:
     return sorted(found)
 
 
+def print_rows(rows: list[tuple[str, str]], runs: int) -> None:
+    """The Python version and run count, then one aligned `label  value` line per row."""
+    width = max(len(r[0]) for r in rows)
+    print(f"python {sys.version.split()[0]}, median of {runs} interleaved run(s) after 1 warm-up each")
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (default 5)")
@@ -118,10 +126,7 @@ def main() -> int:
         ("(c) the same plan without its questions", f"{c:.3f} s, ratio c/a {c / a:.2f}"),
         ("questions add (b - c)", f"{b - c:.3f} s"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"python {sys.version.split()[0]}, median of {args.runs} interleaved run(s) after 1 warm-up each")
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    print_rows(rows, args.runs)
     print("heavy imports: " + (", ".join(heavy) if heavy else "none"))
 
     if args.strict and (not passed or heavy):

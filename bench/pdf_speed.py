@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from compile_speed import EXAMPLE, _medians
+from compile_speed import EXAMPLE, _medians, print_rows
 
 TARGET_SECONDS = 3.0
 FLOOR = "import lark, sympy, jinja2, latex2mathml.converter, matplotlib.figure, weasyprint"
@@ -93,10 +93,7 @@ def main() -> int:
         ("target", f"b <= {TARGET_SECONDS:.0f} s  {'PASS' if passed else 'FAIL'}"),
         ("ratio b/a", f"{b / a:.1f}"),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"python {sys.version.split()[0]}, median of {args.runs} interleaved run(s) after 1 warm-up each")
-    for label, value in rows:
-        print(f"{label:<{width}}  {value}")
+    print_rows(rows, args.runs)
     print("\nstages of one PDF, in one process:")
     stages = _stages()
     width = max(len(label) for label, _ in stages)
