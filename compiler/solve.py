@@ -551,17 +551,20 @@ class _Solver:
 
     def headline_choices(self) -> list[Choice]:
         """The `max`/`min` choices behind the first summary item: what binds the headline."""
-        summary = [e for e in self.base.elaborated.summary if isinstance(e, ir.Ref)]
-        return [c for c in self._choices(summary[0].node) if c.op != "if"] if summary else []
+        headline = self._headline()
+        return [c for c in self._choices(headline) if c.op != "if"] if headline else []
+
+    def _headline(self) -> str | None:
+        """The first summary item that is a quantity of the plan: the headline."""
+        return next((e.node for e in self.base.elaborated.summary if isinstance(e, ir.Ref)), None)
 
     def _binding_notes(self, variant: Lowered) -> list[str]:
         """What decides the headline (the first `summary` item) in a scenario: each `max`/`min`
         behind it whose binding branch differs from the baseline's, or, when none does, the ones
         that bind in both — a scenario is recomputed, so what binds first is found, not guessed."""
-        summary = [e for e in self.base.elaborated.summary if isinstance(e, ir.Ref)]
-        if not summary or summary[0].node not in variant.elaborated.nodes:
+        headline = self._headline()
+        if headline is None or headline not in variant.elaborated.nodes:
             return []
-        headline = summary[0].node
 
         def keyed(lowered: Lowered) -> dict[tuple[str, str, int], Choice]:
             out: dict[tuple[str, str, int], Choice] = {}
