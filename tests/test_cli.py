@@ -93,10 +93,21 @@ def test_usage_errors_exit_2() -> None:
 
 
 def test_runs_as_module_from_another_directory(tmp_path: Path) -> None:
+    # `python -m planc.cli` goes through `run`, which tunes the garbage collector: the report must
+    # be the same bytes as the in-process `main` writes, and exit codes must pass through
     proc = subprocess.run([sys.executable, "-m", "planc.cli", "compile", str(EXAMPLE)],
                           cwd=tmp_path, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "100m_dau.md").is_file()
+    assert run("compile", str(EXAMPLE), "-o", str(tmp_path / "in_process.md"))[0] == 0
+    assert (tmp_path / "100m_dau.md").read_bytes() == (tmp_path / "in_process.md").read_bytes()
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n")
+    failing = tmp_path / "failing.plan"
+    failing.write_text("check 1 GB > 2 GB\n")
+    for plan, code in ((bad, 2), (failing, 1)):
+        proc = subprocess.run([sys.executable, "-m", "planc.cli", "check", str(plan)],
+                              cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert proc.returncode == code, proc.stderr
 
 
 def test_check_that_cannot_be_evaluated_is_a_diagnostic(tmp_path: Path) -> None:
