@@ -210,6 +210,7 @@ def _constant(e: ir.Expr, values: dict[str, Any]) -> float | None:
 # ---- units and text -----------------------------------------------------------------------
 
 _MULTIPLIER_STEPS = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
+_TICK_STEPS = ((1e15, "P"), (1e12, "T"), *_MULTIPLIER_STEPS)  # a roofline's FLOP/s reach 10^15
 
 
 def _unit(value: float, dim: Any, unit: str | None = None) -> tuple[float, str]:
@@ -351,6 +352,9 @@ def _roofline(plan: _Plan, inst: str) -> Figure | None:
                     fontsize=7, color=colors[label])
     ax.set_ylim(bandwidth * lo / 2, peak * 3)
     ax.set_xlim(lo, hi)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(_plain_formatter())
+        axis.set_minor_formatter(_null_formatter())
     ax.set_xlabel(_axis_label("arithmetic intensity", str(ai_dim)))
     ax.set_ylabel(_axis_label("attainable", str(flops_dim)))
     ax.legend(loc="upper left", frameon=False)
@@ -438,11 +442,12 @@ def _token_formatter() -> Any:
 
 
 def _plain_formatter() -> Any:
-    """Log-axis ticks as plain numbers with k/M/G: `100`, `1k`, `10k`."""
+    """Log-axis ticks as plain numbers with SI multipliers: `100`, `1k`, `10k`, `1P`. (Matplotlib's
+    default writes powers of ten in mathtext, whose parser costs about half a second to build.)"""
     from matplotlib.ticker import FuncFormatter
 
     def fmt(v: float, _pos: Any) -> str:
-        for size, word in _MULTIPLIER_STEPS:
+        for size, word in _TICK_STEPS:
             if abs(v) >= size:
                 return f"{v / size:g}{word}"
         return f"{v:g}"
