@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from planc.cachedir import cache_directory
 from planc.pipeline import Compilation, compile_plan
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The compiler's cache (parsed ASTs, compiled templates) in a directory of this test session,
+    for this process and the `plan` processes tests start: the suite compiles thousands of
+    generated plans and must not leave their entries in the developer's own cache."""
+    directory = tmp_path_factory.mktemp("plan-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PLAN_CACHE_DIR", str(directory))
+        patch.delenv("PLAN_NO_CACHE", raising=False)
+        cache_directory.cache_clear()
+        yield directory
+    cache_directory.cache_clear()
 
 
 @pytest.fixture

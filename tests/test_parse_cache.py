@@ -38,6 +38,18 @@ def test_changed_text_misses(cache_dir: Path) -> None:
     assert cache.load(SourceFile("t.plan", TEXT + "\n")) is None
 
 
+def test_edits_of_a_file_replace_its_entry(cache_dir: Path) -> None:
+    # a user who edits and recompiles a plan a thousand times must not get a thousand entries
+    for n in range(5):
+        text = TEXT + f"let b{n} = {n} GB\n"
+        parser.parse(SourceFile("t.plan", text))
+        assert cache.load(SourceFile("t.plan", text)) is not None
+    assert len(list(cache_dir.glob("*.ast"))) == 1
+    parser.parse(SourceFile("u.plan", TEXT))
+    assert len(list(cache_dir.glob("*.ast"))) == 2
+    assert cache.load(SourceFile("t.plan", TEXT)) is None  # the entry now holds the last text
+
+
 def test_a_directory_others_can_write_is_not_trusted(cache_dir: Path) -> None:
     cache_dir.mkdir(mode=0o700)
     os.chmod(cache_dir, 0o777)

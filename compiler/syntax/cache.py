@@ -4,6 +4,8 @@ Contract
 - `load(file)` returns the AST of a file parsed before — same path, same text, same grammar,
   same compiler version, same sources of the syntax layer and of `source.py` (the classes
   that are pickled and the code that builds them) — or None. `store(file, module)` records a parse that had no errors.
+- One entry per file path (and compiler build): a new text of the same file replaces the
+  entry, so the cache grows with the number of files compiled, not with the number of edits.
 - Entries live in the compiler's private cache directory (`cachedir.py`: `$PLAN_CACHE_DIR`, else
   `~/.cache/planc`; used only if it belongs to the current user and nobody else may write it, since
   entries are pickles, which run code when loaded). `PLAN_NO_CACHE=1` turns the cache off.
@@ -40,7 +42,8 @@ def _entry(file: SourceFile) -> Path | None:
     directory = cache_directory()
     if directory is None:
         return None
-    key = hashlib.sha256("\0".join((_grammar_digest(), file.path, str(file.is_stdlib), file.text)).encode())
+    # the text is not part of the key: `load` compares it, and `store` replaces an older parse
+    key = hashlib.sha256("\0".join((_grammar_digest(), file.path, str(file.is_stdlib))).encode())
     return directory / (key.hexdigest() + ".ast")
 
 
