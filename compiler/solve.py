@@ -94,6 +94,7 @@ class TableAnswer:
     rows: list[tuple[str, list[Any]]]  # row label, values (None: not evaluable)
     notes: list[str] = field(default_factory=list)
     best: int | None = None
+    best_setting: str = ""  # a search's best row as `axis = value, ...`
     pareto: list[int] = field(default_factory=list)  # indices into rows
     evaluated: int = 0
 
@@ -713,11 +714,13 @@ class _Solver:
                       plot_axes: tuple[ast.Path, ...]) -> TableAnswer:
         import numpy as np
 
-        def label(b: int, i: int) -> str:
+        def parts(b: int, i: int) -> list[str]:
             static_combo = blocks[b][0]
             idx = np.unravel_index(i, shape) if shape else ()
-            parts = [_label(e) for e in static_combo] + [_label(pts[j]) for (_, pts), j in zip(numeric_axes, idx)]
-            return ", ".join(parts)
+            return [_label(e) for e in static_combo] + [_label(pts[j]) for (_, pts), j in zip(numeric_axes, idx)]
+
+        def label(b: int, i: int) -> str:
+            return ", ".join(parts(b, i))
 
         reasons = [" ".join(c.span.text.split()) for c in q.constraints] + ["undefined"]
         sign = -1.0 if q.objective == "maximize" else 1.0
@@ -744,6 +747,8 @@ class _Solver:
         table.best = 0 if ranked else None
         table.pareto = [shown.index(bi) for bi in front]  # indices into rows
         axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
+        if ranked:
+            table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))
         table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
         if front:
             table.notes.append("Pareto front (" + ", ".join(p.dotted for p in plot_axes) + "): "

@@ -329,8 +329,10 @@ def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
     if isinstance(ans, TableAnswer):
         headers = (ans.kind if ans.kind != "search" else "configuration",) + tuple(c[0] for c in ans.columns)
         rows = tuple((label, *(_cell(v, c) for v, c in zip(values, ans.columns))) for label, values in ans.rows)
-        return QuestionView(**base, headers=headers, rows=rows, notes=tuple(ans.notes),
-                            result=rows[0][0] if ans.kind == "search" and ans.best is not None else "")
+        best = ""
+        if ans.kind == "search" and ans.best is not None:
+            best = f"{ans.best_setting}, giving {ans.columns[0][0]} = {rows[ans.best][1]}"
+        return QuestionView(**base, headers=headers, rows=rows, notes=tuple(ans.notes), result=best)
     return QuestionView(**base, result="not answered (see the diagnostics)")
 
 
