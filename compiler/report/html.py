@@ -26,7 +26,7 @@ from .mathhtml import latex_to_html
 from .placement import PARTS, place
 from .placement import parts as document_parts
 from .templating import environment, template_source
-from .view import DocumentView, QuestionView
+from .view import DocumentView, QuantityView, QuestionView
 
 class FigureLike(Protocol):
     name: str
@@ -99,8 +99,7 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
         quantities=quantities,
         question_anchors=question_anchors,
         answers=[(a, q) for a, q in zip(question_anchors, doc.questions) if q.result],
-        derivations={q.id: _derivation(q.lhs, q.formula, q.substituted, q.result)
-                     for s in doc.sections for q in s.quantities},
+        derivations={q.id: _derivation(q) for s in doc.sections for q in s.quantities},
         part_figures={k[1]: v for k, v in views.items() if k[0] == "part"},
         section_figures={k[1]: v for k, v in views.items() if k[0] == "section"},
         sensitivity_figures={k[1]: v for k, v in views.items() if k[0] == "sensitivity"},
@@ -120,12 +119,12 @@ def _highlighted(text: str) -> list[tuple[str, str]]:
 # ---- math ---------------------------------------------------------------------------------
 
 
-def _derivation(lhs: str, formula: str, substituted: str, result: str) -> list[Markup]:
+def _derivation(q: QuantityView) -> list[Markup]:
     """`lhs = formula`, then `= substituted` unless it repeats a neighbour (the result line is
     text in the template, so that the PDF's text layer carries every value)."""
-    lines = [_math(f"{lhs} = {formula}", inline=False)]
-    if substituted not in (formula, result):
-        lines.append(_math(f"= {substituted}", inline=False))
+    lines = [_math(f"{q.lhs} = {q.formula}", inline=False)]
+    if q.shows_substituted:
+        lines.append(_math(f"= {q.substituted}", inline=False))
     return lines
 
 

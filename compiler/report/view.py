@@ -47,6 +47,12 @@ class QuantityView:
     inputs: tuple[str, ...]
     range: str = ""  # the interval over the plan's input ranges, with how it was found
 
+    @property
+    def shows_substituted(self) -> bool:
+        """Whether a derivation prints the substituted line: not when it would repeat the formula
+        (a formula of literals) or the result (a lookup such as `peak_flops[weights.compute]`)."""
+        return self.substituted not in (self.formula, self.result)
+
 
 @dataclass(frozen=True)
 class SectionView:
