@@ -58,6 +58,15 @@ def test_units_words_and_continuations() -> None:
     assert lets[4].notes.description == "continued" and lets[4].notes.source == "x"
 
 
+def test_strings_keep_latex_backslashes() -> None:
+    # `\"` and `\\` are the only escapes: a symbol reads as typed, `\theta` is not a tab
+    module = parse_ok('let a = 1 "say \\"hi\\"" source "C:\\\\x" symbol "\\alpha"\n'
+                      'let b = 2 symbol "\\theta_{\\nu}"\n')
+    a, b = [s for s in module.statements if isinstance(s, ast.LetDecl)]
+    assert a.notes.description == 'say "hi"' and a.notes.source == "C:\\x" and a.notes.symbol == "\\alpha"
+    assert b.notes.symbol == "\\theta_{\\nu}"
+
+
 def test_range_step_is_a_keyword_not_a_unit() -> None:
     module = parse_ok("sweep chat over batch in 1 .. 512 log2\n")
     (sweep,) = module.statements

@@ -19,7 +19,6 @@ from ..source import SourceFile, Span
 from . import ast
 
 _STRICT_NUMBER = re.compile(r"^[0-9]+(_[0-9]+)*(\.[0-9]+(_[0-9]+)*)?([eE][+-]?[0-9]+)?$")
-_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 
 def build(tree: Tree[Token], file: SourceFile) -> tuple[ast.Module, list[dx.Diagnostic]]:
@@ -30,8 +29,10 @@ def build(tree: Tree[Token], file: SourceFile) -> tuple[ast.Module, list[dx.Diag
 
 
 def _unquote(token: Token) -> str:
+    """A string's text: `\\"` is a quote and `\\\\` a backslash; any other backslash is kept as
+    written, so that LaTeX symbols read as they are typed (`symbol "\\alpha"`, `"\\theta"`, `"\\nu"`)."""
     body = str(token)[1:-1]
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body)
+    return re.sub(r'\\(["\\])', r"\1", body)
 
 
 @v_args(meta=True)
