@@ -35,7 +35,11 @@ FLOOR = "import lark, sympy, jinja2, latex2mathml.converter, matplotlib.figure, 
 
 
 def _stages() -> list[tuple[str, float]]:
-    """One in-process PDF of the flagship, timed stage by stage (imports included in each)."""
+    """One in-process PDF of the flagship, timed stage by stage (imports included in each), with
+    the garbage collector tuned as the `plan` command tunes it."""
+    from planc.cli import tune_collector
+
+    tune_collector()
     marks: list[tuple[str, float]] = []
     start = last = time.perf_counter()
 

@@ -220,11 +220,16 @@ def run() -> None:
       shutdown does not walk a heap it is about to free anyway.
     Together they take about a quarter off `plan compile` of the flagship (bench/compile_speed.py).
     `main` itself, which tests call in-process, leaves the collector alone."""
-    gc.set_threshold(200_000, 30, 30)
+    tune_collector()
     try:
         main()
     finally:
         gc.freeze()
+
+
+def tune_collector() -> None:
+    """The collector's thresholds for a `plan` process (see `run`); bench/ uses them too."""
+    gc.set_threshold(200_000, 30, 30)
 
 
 if __name__ == "__main__":  # pragma: no cover
