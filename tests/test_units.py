@@ -200,7 +200,9 @@ def test_describe() -> None:
      (0.5, DIMENSIONLESS, "0.5"), (34_722.2, REQUESTS / TIME, "34.72 k requests/s"),
      (2.5e6, TOKENS / TIME, "2.5 M tokens/s"), (12, REQUESTS / TIME, "12 requests/s"),
      (1234.5, MONEY, "$1,235"), (-5.5, MONEY, "-$5.5"),
-     (3.6e6, Dim.of(power=1, time=1), "3,600,000 W·s"), (2.0, Dim.of(flop=1, tokens=-1), "2 FLOP/token")],
+     (3.6e6, Dim.of(power=1, time=1), "3.6 MJ"), (0.9146, Dim.of(power=1, time=1, tokens=-1), "0.9146 J/token"),
+     (2500, Dim.of(power=1, time=1, requests=-1), "2.5 kJ/request"), (700, Dim.of(power=1, devices=-1), "700 W/device"),
+     (2.0, Dim.of(flop=1, tokens=-1), "2 FLOP/token")],
 )
 def test_format_quantity_auto(value: float, dim: Dim, text: str) -> None:
     assert format_quantity(value, dim) == text

@@ -375,11 +375,24 @@ def _is_counting_rate(dim: Dim) -> bool:
 
 #: per-something quantities (`B/token`, `FLOP/token`, `W/device`) get their numerator's prefixes
 _NUMERATOR_LADDERS: Final = (("bytes", "B", _BINARY_TO_P), ("flop", "FLOP", DECIMAL_PREFIXES), ("power", "W", _KMG))
+#: derived units shown by their name, alone or per count: energy is `J` and `J/token`, not `W·s/token`
+_NAMED_LADDERS: Final = ((Dim.of(**_ENERGY), "J", _KMG),)
+
+
+def _per_count(dim: Dim) -> bool:
+    """`1/token`, `1/request/user`: only counting bases, all in the denominator."""
+    return not dim.is_dimensionless and all(
+        e == 0 or (e < 0 and base in COUNTING_BASES) for base, e in zip(BASES, dim.exponents))
 
 
 def _ladder_for(dim: Dim) -> _Ladder:
     if dim in AUTO_LADDERS:
         return AUTO_LADDERS[dim]
+    for named, symbol, prefixes in _NAMED_LADDERS:
+        if dim == named:
+            return _prefix_ladder(symbol, prefixes)
+        if _per_count(dim / named):
+            return _prefix_ladder(symbol + str(dim / named)[1:], prefixes)
     text = str(dim)
     for base, symbol, prefixes in _NUMERATOR_LADDERS:
         if dim.exponent(base) == 1 and text.startswith(symbol + "/"):
