@@ -54,13 +54,22 @@ def isolate(lowered: Lowered, constraint: ir.Expr, unknown: str, value: Any,
     root = min(roots, key=lambda r: abs(float(r) - float(value)))
     names = {x: "\\mathrm{" + name.replace("_", "\\_") + "}"}
     relation = _RELATIONS[constraint.op]
-    shown = lambda e: sp.latex(sp.N(e, 6), symbol_names=names)  # noqa: E731
+    shown = lambda e: sp.latex(_whole(sp.N(e, 6)), symbol_names=names)  # noqa: E731
     steps = [
         ("on the active piece, with the plan's values", f"{shown(left)} {relation} {shown(right)}"),
         ("rearranged", f"{shown(numerator)} = 0" if numerator != g else f"{shown(g)} = 0"),
         ("isolated", f"{names[x]} = {shown(root)}"),
     ]
     return steps, f"{names[x]} = {shown(root)}", float(root)
+
+
+def _whole(e: Any) -> Any:
+    """The expression with its whole-number floats of at most six digits as integers: `131072`,
+    not `131072.0` (larger ones keep sympy's `6.71089 \\cdot 10^{8}`: six significant digits)."""
+    import sympy as sp
+
+    return e.xreplace({f: sp.Integer(int(f)) for f in e.atoms(sp.Float)
+                       if float(f).is_integer() and abs(float(f)) < 10**6})
 
 
 class _Expander:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planc.pipeline import Compilation
+from planc.report.view import build_document
 from planc.solve import AskAnswer, TableAnswer
 
 BASE = """
@@ -231,6 +232,11 @@ def test_a_requirement_of_the_plan_can_bind(compile_text: Callable[[str], Compil
     memory = next(lim for lim in ctx.limits if "memory_per_device" in lim.constraint.span.text)
     assert memory.value is not None and memory.value > 4 * 131072
     assert ctx.closed_value == 131072  # the closed form of the binding requirement
+    # a whole number prints as one, in the steps (not `131072.0`) and in the method (not `131,100`)
+    assert ctx.steps[-1][1] == "\\mathrm{context} = 131072"
+    compiled = compile_text(plan('ask "c": maximize d.context subject to d.memory_per_device <= 80 GB given d.batch = 1'))
+    (view,) = [q for q in build_document(compiled).questions if q.keyword == "ask"]
+    assert "closed form 131,072 on the active piece" in view.method
 
 
 def test_the_queue_must_absorb_a_burst(compile_text: Callable[[str], Compilation]) -> None:

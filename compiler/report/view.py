@@ -357,13 +357,13 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     limits = tuple((_limit_name(lim), limit(lim.value)) for lim in ans.limits)
     binding = _limit_name(ans.binding) if ans.binding is not None else ""
     precision = "to the whole number" if ans.tolerance is None else f"to a relative tolerance of {ans.tolerance:.0e}"
-    method = (f"bracketed on [{_short(ans.bracket[0])}, {_short(ans.bracket[1])}]"
+    method = (f"bracketed between {_short(ans.bracket[0])} and {_short(ans.bracket[1])}"
               f"{' over whole numbers' if ans.integer else ''}: {ans.monotone_checked} points checked for monotonicity "
               f"on a vectorised grid, {ans.iterations} exact evaluations to the boundary, {precision}"
               ) if ans.bracket else ""
     steps = tuple(ans.steps)
     if ans.closed_value is not None:
-        method += f"; closed form {_short(ans.closed_value)} on the active piece"
+        method += f"; closed form {format_number(float(ans.closed_value), 6)} on the active piece"
     return QuestionView(**base, result=result, binding=binding, limits=limits, method=method, steps=steps)
 
 
