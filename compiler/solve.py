@@ -765,7 +765,8 @@ class _Solver:
         where the plan stays valid a step either way: an input that breaks one of the plan's
         requirements when nudged by 1 % (tensor parallelism that no longer divides the heads, a
         layer count that pipeline stages no longer divide) is a discrete design choice, and an
-        elasticity of it would be an artefact."""
+        elasticity of it would be an artefact. The attributes of an enumeration's members
+        (`dtype.fp8.bytes = 1 B`) are definitions, not assumptions: they get none either."""
         el = self.base.elaborated
         targets = [e for e in el.summary if isinstance(e, ir.Ref) and isinstance(e.dim, Dim)]
         if not targets:
@@ -774,8 +775,10 @@ class _Solver:
 
         from .vector import evaluate_many
 
+        assumed = {"", *el.instances}  # owners of assumptions: the plan's lets and instances
         inputs = sorted({n for t in targets for n in _inputs_of(el, t.node)
-                         if isinstance(el.nodes[n].dim, Dim) and float(self.base.values[n]) != 0})
+                         if isinstance(el.nodes[n].dim, Dim) and float(self.base.values[n]) != 0
+                         and el.nodes[n].owner in assumed})
         if not inputs:
             return []
         h = 1e-2

@@ -314,6 +314,10 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
     assert devices["chat_traffic.daily_active_users"] == pytest.approx(1, abs=0.02)
     assert devices["chat.utilization_target"] == pytest.approx(-1, abs=0.02)
     assert "chat.tensor_parallel" not in devices and "chat.pipeline_parallel" not in devices
+    # a dtype's bytes per element is a definition, not an assumption: no elasticity, though
+    # the memory per device depends on it
+    memory = dict(next(s for s in c.sensitivities if s.target == "chat.memory_per_device").entries)
+    assert "chat.batch" in memory and not any(n.startswith("dtype.") for n in memory)
 
 
 def test_a_scenario_names_what_starts_to_bind(compile_text: Callable[[str], Compilation]) -> None:
