@@ -95,6 +95,8 @@ class TableAnswer:
     notes: list[str] = field(default_factory=list)
     best: int | None = None
     best_setting: str = ""  # a search's best row as `axis = value, ...`
+    axes: list[str] = field(default_factory=list)  # a search's axes, in the order of its row labels
+    plot_columns: tuple[int, ...] = ()  # a search's plotted axes: their indices into `columns`
     pareto: list[int] = field(default_factory=list)  # indices into rows
     evaluated: int = 0
 
@@ -734,11 +736,15 @@ class _Solver:
         table.evaluated = sum(blk[3] for blk in blocks)
         table.columns = [(q.target.dotted, node.dim if node else DIMENSIONLESS, node.unit if node else None),
                          ("eliminated by", "text", None)]
-        table.columns += [(p.dotted, *self._dim_of(q.subject, p)) for p in plot_axes]
-        extra = lambda b, i: [float(e[i]) for e in blocks[b][4]]  # noqa: E731
+        # a plotted axis that is the objective itself is its column, not a copy of it
+        own = [k for k, p in enumerate(plot_axes) if p.dotted != q.target.dotted]
+        table.columns += [(plot_axes[k].dotted, *self._dim_of(q.subject, plot_axes[k])) for k in own]
+        table.plot_columns = tuple(2 + own.index(k) if k in own else 0 for k in range(len(plot_axes)))
+        axis_value = lambda b, i: [float(e[i]) for e in blocks[b][4]]  # noqa: E731
+        extra = lambda b, i: [axis_value(b, i)[k] for k in own]  # noqa: E731
         front: list[tuple[int, int]] = []
         if len(plot_axes) == 2 and feasible:
-            points = [(extra(b, i)[0], extra(b, i)[1], b, i) for _, b, i in feasible]
+            points = [(*axis_value(b, i)[:2], b, i) for _, b, i in feasible]
             front = [(points[k][2], points[k][3]) for k in pareto_front([(x, y) for x, y, _, _ in points])]
         shown = [(b, i) for _, b, i in ranked]
         shown += [bi for bi in front if bi not in shown]  # the whole Pareto front is listed
@@ -747,6 +753,7 @@ class _Solver:
         table.best = 0 if ranked else None
         table.pareto = [shown.index(bi) for bi in front]  # indices into rows
         axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
+        table.axes = axis_names
         if ranked:
             table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))
         table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")

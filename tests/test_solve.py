@@ -113,6 +113,18 @@ def test_search_minimises_subject_to_constraints(compile_text: Callable[[str], C
     assert table.evaluated == 3 * 6
     feasible = [r for r in table.rows if r[1][1] == ""]
     assert feasible and feasible[0][1][0] == min(r[1][0] for r in feasible)
+    assert table.axes == ["tensor_parallel", "batch"]
+
+
+def test_a_pareto_axis_that_is_the_objective_is_not_repeated(compile_text: Callable[[str], Compilation]) -> None:
+    # pareto(tpot_worst, cost_per_month) with cost as the objective: one cost column, and the
+    # plotted axes are tpot_worst (its own column) then the objective's column, in that order
+    c = compile_text(plan("search d over tensor_parallel in [2, 4, 8], batch in 8 .. 256 log2 "
+                          "minimize cost_per_month subject to d.tpot_worst <= 30 ms -> pareto(tpot_worst, cost_per_month)"))
+    (table,) = [a for a in c.answers if isinstance(a, TableAnswer)]
+    assert [col[0] for col in table.columns] == ["cost_per_month", "eliminated by", "tpot_worst"]
+    assert table.plot_columns == (2, 0)
+    assert table.pareto and all(len(values) == 3 for _, values in table.rows)
 
 
 @settings(max_examples=8, deadline=None)

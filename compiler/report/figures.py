@@ -653,10 +653,9 @@ def _pareto_scatter(table: Any) -> Figure | None:
     import numpy as np
 
     columns = list(table.columns)
-    numeric = [i for i, c in enumerate(columns) if isinstance(c[1], Dim)]
-    if len(numeric) < 2:
+    if len(table.plot_columns) != 2:
         return None
-    ix, iy = numeric[-2], numeric[-1]  # a search appends its two plotted axes last
+    ix, iy = table.plot_columns
     eliminated = next((i for i, c in enumerate(columns) if c[1] == "text"), None)
     feasible: list[tuple[float, float, str]] = []
     rejected: list[tuple[float, float, str]] = []

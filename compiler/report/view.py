@@ -333,7 +333,8 @@ def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
     if isinstance(ans, SolveAnswer):
         return _solve_view(base, ans, b)
     if isinstance(ans, TableAnswer):
-        headers = (ans.kind if ans.kind != "search" else "configuration",) + tuple(c[0] for c in ans.columns)
+        first = ans.kind if ans.kind != "search" else (", ".join(ans.axes) or "configuration")
+        headers = (first,) + tuple(c[0] for c in ans.columns)
         rows = tuple((label, *(_cell(v, c) for v, c in zip(values, ans.columns))) for label, values in ans.rows)
         best = ""
         if ans.kind == "search" and ans.best is not None:
