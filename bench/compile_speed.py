@@ -92,13 +92,20 @@ def print_rows(rows: list[tuple[str, str]], runs: int) -> None:
         print(f"{label:<{width}}  {value}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (default 5)")
+def parse_args(doc: str, default_runs: int) -> argparse.Namespace:
+    """`--runs N` (at least 1) and `--strict`, the options every benchmark here takes."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=default_runs,
+                        help=f"timed runs of each command (default {default_runs})")
     parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    return args
+
+
+def main() -> int:
+    args = parse_args(__doc__, 5)
 
     with tempfile.TemporaryDirectory(prefix="plan-bench-") as tmp:
         cwd = Path(tmp)

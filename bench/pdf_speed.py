@@ -22,13 +22,12 @@ missed). A failing compile (exit code other than 0 or 1) is an error (exit 2).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from compile_speed import EXAMPLE, _medians, print_rows
+from compile_speed import EXAMPLE, _medians, parse_args, print_rows
 
 TARGET_SECONDS = 3.0
 FLOOR = "import lark, sympy, jinja2, latex2mathml.converter, matplotlib.figure, weasyprint"
@@ -76,12 +75,7 @@ def _stages() -> list[tuple[str, float]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3, help="timed runs of each command (default 3)")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
-    args = parser.parse_args()
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    args = parse_args(__doc__, 3)
 
     with tempfile.TemporaryDirectory(prefix="plan-bench-") as tmp:
         cwd = Path(tmp)
