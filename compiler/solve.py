@@ -769,11 +769,15 @@ class _Solver:
     # ---- sensitivity ----------------------------------------------------------------------
     def sensitivities(self) -> list[Sensitivity]:
         """Elasticities ∂ln y/∂ln x of each summary item with respect to every input it depends on,
-        where the plan stays valid a step either way: an input that breaks one of the plan's
-        requirements when nudged by 1 % (tensor parallelism that no longer divides the heads, a
-        layer count that pipeline stages no longer divide) is a discrete design choice, and an
-        elasticity of it would be an artefact. The attributes of an enumeration's members
-        (`dtype.fp8.bytes = 1 B`) are definitions, not assumptions: they get none either."""
+        on the plan with its ceilings and floors relaxed (a count moves in whole steps, but how hard
+        it is pushed is what a reader ranks assumptions by), at the points where the plan stays
+        valid a step either way: an input that breaks one of the plan's requirements when nudged
+        by 1 % (tensor parallelism that no longer divides the heads, a layer count that pipeline
+        stages no longer divide) is a discrete design choice, and an elasticity of it would be an
+        artefact. Definitions are not assumptions and get none either:
+        the attributes of an enumeration's members (`dtype.fp8.bytes = 1 B`), the fields a kind
+        declares `spec` (a model's hidden size, an accelerator's datasheet bandwidth) and a kind's
+        constant `derive`s (`kv_shards = 1`)."""
         el = self.base.elaborated
         targets = [e for e in el.summary if isinstance(e, ir.Ref) and isinstance(e.dim, Dim)]
         if not targets:
@@ -782,25 +786,27 @@ class _Solver:
 
         from .vector import evaluate_many
 
-        assumed = {"", *el.instances}  # owners of assumptions: the plan's lets and instances
         inputs = sorted({n for t in targets for n in _inputs_of(el, t.node)
                          if isinstance(el.nodes[n].dim, Dim) and float(self.base.values[n]) != 0
-                         and el.nodes[n].owner in assumed})
+                         and not el.nodes[n].is_definition})
         if not inputs:
             return []
         h = 1e-2
+        points = 2 * len(inputs) + 1  # each input 1 % up, 1 % down; the last point is the plan
         fixed = {}
         for j, n in enumerate(inputs):
-            col = np.full(2 * len(inputs), float(self.base.values[n]))
+            col = np.full(points, float(self.base.values[n]))
             col[2 * j] *= 1 + h
             col[2 * j + 1] *= 1 - h
             fixed[n] = col
-        vals = evaluate_many(el, self.base.values, fixed)
-        valid = self._valid_points(vals, 2 * len(inputs))
+        # ceilings and floors relaxed: 17 devices that would be 16.3 without the ceiling still
+        # grow with the traffic, though a 1 % change may not reach the next whole device
+        vals = evaluate_many(el, self.base.values, fixed, relaxed=True)
+        valid = self._valid_points(vals, points)
         out = []
         for t in targets:
-            y = np.broadcast_to(np.asarray(vals[t.node], dtype=float), (2 * len(inputs),))
-            base_y = float(self.base.values[t.node])
+            y = np.broadcast_to(np.asarray(vals[t.node], dtype=float), (points,))
+            base_y = float(y[-1])
             entries = []
             for j, n in enumerate(inputs):
                 if base_y == 0 or not (math.isfinite(y[2 * j]) and math.isfinite(y[2 * j + 1])):
@@ -814,7 +820,9 @@ class _Solver:
                 e = (up + down) / (math.log(1 + h) - math.log(1 - h))
                 if abs(e) > 1e-6:
                     entries.append((n, e))
-            entries.sort(key=lambda ne: -abs(ne[1]))
+            # largest first, as shown (3 digits): equal elasticities (DAU, peak factor, requests
+            # per user all scale the traffic) keep the inputs' order, not float noise's
+            entries.sort(key=lambda ne: -float(f"{abs(ne[1]):.3g}"))
             out.append(Sensitivity(t.node, t.dim, entries))
         return out
 

@@ -6,7 +6,9 @@ maps node ids to arrays (or scalars) that replace those nodes' values — an inp
 range, a `given`, a perturbation for sensitivities. Nodes that depend on nothing fixed keep their
 base value (a scalar), so the cost is proportional to what actually varies. Arithmetic is float64;
 points where an operation is undefined (division by zero, log of a non-positive number) come out
-as NaN or ±inf and are treated as infeasible by the callers, never as exceptions.
+as NaN or ±inf and are treated as infeasible by the callers, never as exceptions. With
+`relaxed`, `ceil` and `floor` return their argument: the continuous model the sensitivities
+differentiate, in which a count that moves in whole steps still shows how hard it is pushed.
 
 The IR is evaluated directly (the same tree the exact evaluator and the sympy form come from);
 `tests/test_vector.py` checks that it agrees with the exact evaluator.
@@ -26,8 +28,9 @@ Array = Any  # numpy array or float
 
 
 def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[str, Array],
-                  only: set[str] | None = None) -> dict[str, Array]:
+                  only: set[str] | None = None, relaxed: bool = False) -> dict[str, Array]:
     """`only`, when given, limits the pass to these nodes (the ones a question needs)."""
+    ops = _RELAXED_OPS if relaxed else _OPS
     values: dict[str, Array] = {}
     varying: set[str] = set(fixed)
     with np.errstate(all="ignore"):
@@ -44,7 +47,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             if node_id not in base and not any(d in varying for d in node.deps):
                 values[node_id] = np.nan  # failed in the base plan and unaffected by what varies
                 continue
-            values[node_id] = evaluate(node.expr, values)
+            values[node_id] = evaluate(node.expr, values, ops)
             varying.add(node_id)
     return values
 
@@ -53,13 +56,15 @@ def _scalar(value: Any) -> Any:
     return bool(value) if isinstance(value, bool) else float(value)
 
 
-def evaluate(expr: ir.Expr, values: dict[str, Array]) -> Array:
+def evaluate(expr: ir.Expr, values: dict[str, Array],
+             ops: dict[str, Callable[[list[Array]], Array]] | None = None) -> Array:
     if isinstance(expr, ir.Lit):
         return bool(expr.value) if expr.dim == ir.BOOL else float(expr.value)
     if isinstance(expr, ir.Ref):
         return values[expr.node]
-    args = [evaluate(a, values) for a in expr.args]
-    return _OPS[expr.op](args)
+    ops = _OPS if ops is None else ops
+    args = [evaluate(a, values, ops) for a in expr.args]
+    return ops[expr.op](args)
 
 
 _OPS: dict[str, Callable[[list[Array]], Array]] = {
@@ -76,6 +81,9 @@ _OPS: dict[str, Callable[[list[Array]], Array]] = {
     "ceil": lambda a: np.ceil(a[0]), "floor": lambda a: np.floor(a[0]),
     "sqrt": lambda a: np.sqrt(a[0]), "log": lambda a: np.log(a[0]), "exp": lambda a: np.exp(a[0]),
     "abs": lambda a: np.abs(a[0]), "erlang_c": lambda a: MANY["erlang_c"](a[0], a[1]),
+}
+_RELAXED_OPS: dict[str, Callable[[list[Array]], Array]] = {
+    **_OPS, "ceil": lambda a: np.asarray(a[0], dtype=float), "floor": lambda a: np.asarray(a[0], dtype=float),
 }
 
 

@@ -90,3 +90,15 @@ def test_every_node_has_a_span_inside_the_text() -> None:
                     walk(c)
 
     walk(module)
+
+
+def test_spec_declares_an_input_that_is_a_fact() -> None:
+    module = parse_ok('kind m {\n  spec hidden: count "hidden size"\n  input price: USD/h = 2 USD/h\n}\n'
+                      'let spec = 3\n')
+    kind = next(s for s in module.statements if isinstance(s, ast.KindDecl))
+    hidden, price = kind.items
+    assert isinstance(hidden, ast.InputDecl) and hidden.spec and hidden.name == "hidden"
+    assert isinstance(price, ast.InputDecl) and not price.spec
+    # the word is a keyword only where a kind's field may start: elsewhere it is a name
+    (let,) = [s for s in module.statements if isinstance(s, ast.LetDecl)]
+    assert let.name == "spec"

@@ -60,3 +60,21 @@ def test_bindings_are_documented(report: dict) -> None:
     text = DOC.read_text(encoding="utf-8")
     for choice in report["bindings"]["choices"]:
         assert all(f"`{k}`" in text for k in choice), sorted(choice)
+
+
+def test_specifications_are_listed_apart_from_the_assumptions(report: dict) -> None:
+    """The ledger opens with what a reviewer may question; the models' architecture, the
+    datasheet figures and the enumerations' attributes follow as specifications."""
+    c = compile_plan(REPO / "examples" / "100m_dau.plan")
+    doc = build_document(c)
+    assumptions = {q.id for q in doc.assumptions}
+    specifications = {q.id for q in doc.specifications}
+    assert {"chat.mbu", "h100_sxm.price", "chat_traffic.daily_active_users"} <= assumptions
+    assert {"llama_3_1_70b.hidden", "h100_sxm.memory_bandwidth", "dtype.bf16.bytes",
+            "chat.static_batching_wait"} <= specifications
+    assert not assumptions & specifications
+    flags = {q["id"]: q["is_definition"] for q in report["quantities"]}
+    assert flags["llama_3_1_70b.hidden"] and not flags["h100_sxm.price"]
+    # the JSON lists the assumptions, then the specifications, then the derived quantities
+    order = [q["id"] for q in report["quantities"]]
+    assert order.index("h100_sxm.price") < order.index("llama_3_1_70b.hidden") < order.index("chat.devices")

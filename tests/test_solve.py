@@ -330,6 +330,31 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
     # the memory per device depends on it
     memory = dict(next(s for s in c.sensitivities if s.target == "chat.memory_per_device").entries)
     assert "chat.batch" in memory and not any(n.startswith("dtype.") for n in memory)
+    # nor is a `spec` field: the model's architecture, the accelerator's datasheet. The price of a
+    # device-hour is an assumption of the same accelerator, and it is listed.
+    everything = {n for s in c.sensitivities for n, _ in s.entries}
+    assert not any(n.startswith("llama_3_1_70b.") for n in everything)
+    assert "h100_sxm.memory_bandwidth" not in everything and "chat.mbu" in everything
+    cost = dict(next(s for s in c.sensitivities if s.target == "chat.cost_per_month").entries)
+    assert cost["h100_sxm.price"] == pytest.approx(1, abs=1e-6)
+
+
+def test_a_small_fleet_still_shows_what_pushes_it() -> None:
+    """17 devices are a ceiling: 1 % more traffic does not reach the 18th, yet the count is as
+    proportional to the traffic as a large fleet's. Sensitivities relax the ceilings."""
+    from .conftest import REPO
+    from planc.pipeline import compile_plan
+
+    c = compile_plan(REPO / "examples" / "recommender.plan")
+    assert c.lowered is not None and c.lowered.values["rank.devices"] == 17
+    devices = next(s for s in c.sensitivities if s.target == "rank.devices").entries
+    top = dict(devices[:4])
+    assert top == pytest.approx({"feed.daily_active_users": 1, "feed.peak_factor": 1,
+                                 "feed.requests_per_user": 1, "rank.utilization_target": -1}, abs=1e-6)
+    assert [n for n, _ in devices[:3]] == sorted(n for n, _ in devices[:3])  # ties in name order
+    # a cost per request does not grow with the number of users, only with the peak over the mean
+    cost = dict(next(s for s in c.sensitivities if s.target == "rank.cost_per_million_requests").entries)
+    assert "feed.daily_active_users" not in cost and cost["feed.peak_factor"] == pytest.approx(1, abs=1e-6)
 
 
 def test_a_scenario_names_what_starts_to_bind(compile_text: Callable[[str], Compilation]) -> None:
@@ -366,3 +391,17 @@ def test_the_summary_names_what_binds_the_headline() -> None:
     data = document_json(doc, c)
     assert data["bindings"]["target"] == "chat.devices"
     assert data["bindings"]["choices"][0]["in_effect"] == "throughput_replicas"
+
+
+def test_a_constant_of_a_kind_is_not_an_assumption() -> None:
+    """The MLA decoder derives `kv_shards = 1` (every TP rank holds the whole latent): a
+    definition, like a `spec`. The split of the KV cache then depends on no assumption at all,
+    and the report has no sensitivity table for it."""
+    from .conftest import REPO
+    from planc.pipeline import compile_plan
+
+    c = compile_plan(REPO / "examples" / "mla_deepseek_v3.plan")
+    assert c.lowered is not None and c.lowered.elaborated.nodes["deepseek_v3.kv_shards"].is_definition
+    split = next(s for s in c.sensitivities if s.target == "reasoning.kv_split")
+    assert split.entries == []
+    assert "reasoning.kv_split" not in {s.target for s in build_document(c).sensitivities}

@@ -586,8 +586,8 @@ def _latency_throughput(plan: _Plan, inst: str) -> Figure | None:
 def _tornado(sensitivity: Any) -> Figure | None:
     import numpy as np
 
-    entries = [(n, float(e)) for n, e in sensitivity.entries if math.isfinite(float(e))]
-    entries = sorted(entries, key=lambda ne: -abs(ne[1]))[:TOP_SENSITIVITIES]
+    # in the solver's order (largest first, as the tables rank them)
+    entries = [(n, float(e)) for n, e in sensitivity.entries if math.isfinite(float(e))][:TOP_SENSITIVITIES]
     if not entries:
         return None
     target = sensitivity.target

@@ -87,7 +87,7 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
     toc += [TocEntry(sections[s.title], s.title) for s in doc.sections]
     toc += [TocEntry(parts[p], PARTS[p]) for p in fixed[2:]]
     quantities = {q.id: anchors.new("q-" + q.id)
-                  for q in [*doc.assumptions, *(q for s in doc.sections for q in s.quantities)]}
+                  for q in [*doc.assumptions, *doc.specifications, *(q for s in doc.sections for q in s.quantities)]}
     question_anchors = [anchors.new("question-" + q.title) for q in doc.questions]
     views = {key: [_figure(f, anchors.new("figure-" + f.name), n) for n, f in figs] for key, figs in placed.items()}
     return Page(

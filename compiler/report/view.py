@@ -46,6 +46,7 @@ class QuantityView:
     overridden: bool
     inputs: tuple[str, ...]
     range: str = ""  # the interval over the plan's input ranges, with how it was found
+    is_definition: bool = False  # a specification (a `spec` field, an enum attribute), not an assumption
 
     @property
     def shows_substituted(self) -> bool:
@@ -123,6 +124,7 @@ class DocumentView:
     version: str
     summary: list[SummaryView] = field(default_factory=list)
     assumptions: list[QuantityView] = field(default_factory=list)
+    specifications: list[QuantityView] = field(default_factory=list)  # inputs that are facts, not assumptions
     sections: list[SectionView] = field(default_factory=list)
     checks: list[CheckView] = field(default_factory=list)
     questions: list[QuestionView] = field(default_factory=list)
@@ -213,7 +215,7 @@ class _Builder:
             substituted=latex.to_latex(node.expr, self.value_leaf),
             result="\\text{" + latex.text(text) + "}",
             source=node.source, location=location(node.span), overridden=node.overridden,
-            inputs=node.deps, range=self.node_range(node_id),
+            inputs=node.deps, range=self.node_range(node_id), is_definition=node.is_definition,
         )
 
     def check(self, outcome: Outcome, check: ir.Check, index: int) -> CheckView:
@@ -254,6 +256,13 @@ class _Builder:
         return f"{format_quantity(slack, dim)} ({format_number(100 * slack / abs(limit), 3)} %)"
 
 
+def _by_owner(qs: list[QuantityView]) -> list[QuantityView]:
+    """Grouped by the instance (or enumeration member) they belong to, in the order the owners
+    first appear; within one owner, in the plan's order."""
+    first = {owner: i for i, owner in reversed(list(enumerate(q.owner for q in qs)))}
+    return sorted(qs, key=lambda q: first[q.owner])
+
+
 def _literal(lit: ir.Lit) -> str:
     if lit.dim == ir.BOOL:
         return "\\text{" + ("true" if lit.value else "false") + "}"
@@ -287,7 +296,8 @@ def build_document(compilation: Compilation) -> DocumentView:
     doc = DocumentView(title=el.title or f"Capacity plan: {compilation.path}", scope=el.scope,
                        plan=compilation.path, version=__version__)
     quantities = [b.quantity(n) for n in el.order]
-    doc.assumptions = [q for q in quantities if q.is_input]
+    doc.assumptions = _by_owner([q for q in quantities if q.is_input and not q.is_definition])
+    doc.specifications = _by_owner([q for q in quantities if q.is_input and q.is_definition])
     sections: dict[str, list[QuantityView]] = {}
     for q in quantities:
         if not q.is_input:
@@ -310,7 +320,8 @@ def build_document(compilation: Compilation) -> DocumentView:
     answered = {id(a.stmt): a for a in compilation.answers}
     doc.questions = [_question(q, answered.get(id(q)), b) for q in el.questions]
     doc.sensitivities = [
-        SensitivityView(s.target, tuple((n, f"{e:+.3g}") for n, e in s.entries[:8])) for s in compilation.sensitivities
+        SensitivityView(s.target, tuple((n, f"{e:+.3g}") for n, e in s.entries[:8]))
+        for s in compilation.sensitivities if s.entries  # a result no assumption moves has no table
     ]
     doc.bindings = _choice_rows(getattr(compilation, "bindings", []), b)
     summary_refs = [e for e in el.summary if isinstance(e, ir.Ref)]
@@ -448,7 +459,8 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "plan": doc.plan,
         "version": doc.version,
         "summary": [asdict(s) for s in doc.summary],
-        "quantities": [asdict(q) for q in doc.assumptions] + [asdict(q) for s in doc.sections for q in s.quantities],
+        "quantities": [asdict(q) for q in [*doc.assumptions, *doc.specifications,
+                                            *(q for s in doc.sections for q in s.quantities)]],
         "checks": [asdict(c) for c in doc.checks],
         "questions": [asdict(q) for q in doc.questions],
         "sensitivities": [asdict(x) for x in doc.sensitivities],

@@ -473,6 +473,8 @@ class Elaborator:
             unit=meta.ftype.unit if meta.ftype is not None else None,
             owner=meta.owner, field=meta.field, overridden=meta.overridden,
             deps=tuple(ir.refs(value)), interval=interval,
+            is_definition=meta.definition or (meta.spec is not None
+                                              and (isinstance(meta.spec.decl, ast.DeriveDecl) or meta.spec.decl.spec)),
         )
         self.out.nodes[node_id] = node
         self.out.order.append(node_id)
@@ -664,7 +666,7 @@ class Elaborator:
                 return None
             meta = _NodeMeta(owner=base.id, field=e.attr, spec=None, ftype=None,
                              notes=base.member.notes,
-                             overridden=False, decl_span=attr.name_span)
+                             overridden=False, decl_span=attr.name_span, definition=True)
             return self._node(f"{base.id}.{e.attr}", attr.value, None, meta, e.span, text)
         self.sink.add(dx.WRONG_TYPE.at(e.value.span, "has no fields", expected="an instance or enum value",
                                        found=describe(base), help=f"`.{e.attr}` reads a field of an instance"))
@@ -990,6 +992,7 @@ class _NodeMeta:
     overridden: bool
     decl_span: Span
     type_span: Span | None = None
+    definition: bool = False  # an enumeration member's attribute: a definition whatever its kind
 
 
 def _midpoint_text(low: ast.Number, high: ast.Number, middle: Fraction, dim: Dim) -> str:

@@ -91,6 +91,10 @@ class Node:
     overridden: bool = False  # value set by an instance rather than the kind's default
     deps: tuple[str, ...] = ()
     interval: tuple[Fraction, Fraction] | None = None  # an input given as `low .. high` (value: the midpoint)
+    # a fact of the thing it belongs to, not an assumption: a field declared `spec`, a `derive`
+    # that happens to be a constant (`kv_shards = 1` for a shared latent), an enumeration
+    # member's attribute (`dtype.fp8.bytes`)
+    is_definition: bool = False
 
 
 @dataclass(frozen=True, slots=True)

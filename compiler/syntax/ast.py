@@ -225,6 +225,7 @@ class InputDecl:
     type: TypeRef
     default: Expr | None
     notes: Annotations
+    spec: bool = False  # declared `spec`: what the thing is (architecture, datasheet), not an assumption
 
 
 @dataclass(frozen=True)

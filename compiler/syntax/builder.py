@@ -105,8 +105,9 @@ class _Builder(Transformer[Token, Any]):
         return ast.Section(self._span(meta), _unquote(title), tuple(items))
 
     def input_decl(self, meta: LarkMeta, children: list[Any]) -> ast.InputDecl:
-        name, type_, default, notes = children
-        return ast.InputDecl(self._span(meta), str(name), self._tok(name), type_, default, notes)
+        keyword, name, type_, default, notes = children
+        return ast.InputDecl(self._span(meta), str(name), self._tok(name), type_, default, notes,
+                             spec=keyword.type == "SPEC")
 
     def derive_decl(self, meta: LarkMeta, children: list[Any]) -> ast.DeriveDecl:
         name, type_, expr, notes = children
