@@ -1,4 +1,4 @@
-"""The `plan` command: compile and check plans.
+"""The `plan` command: compile, check and compare plans.
 
 Contract: exit codes 0 ok, 1 a check failed, 2 invalid plan or usage. Diagnostics go to stderr
 (human by default, `--format json` or `--short` otherwise); a report is written only when the
@@ -29,6 +29,7 @@ Examples:
   plan compile examples/100m_dau.plan --format html   # one self-contained page → 100m_dau.html
   plan compile examples/100m_dau.plan --format pdf    # → 100m_dau.pdf (needs plan-compiler[pdf])
   plan check examples/100m_dau.plan                   # exit 1 if a check fails
+  plan diff base.plan head.plan > comment.md          # what a change to a plan changes
 """
 
 
@@ -162,6 +163,41 @@ def check(plan_file: Path, diag_fmt: str) -> None:
         detail = (f": {c.left} vs {c.right}" if c.left else "") + (f", margin {c.margin}" if c.margin else "")
         click.echo(f"{verdict}  {c.label}{detail}  ({c.location})")
     sys.exit(result.exit_code)
+
+
+@main.command()
+@click.argument("base_file", metavar="BASE", type=click.Path(path_type=Path))
+@click.argument("head_file", metavar="HEAD", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True), default="-",
+              help="where to write the comparison (default: stdout)")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
+              help="Markdown for a pull-request comment, or JSON")
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
+              help="how to print problems  [default: json with --format json, else human]")
+def diff(base_file: Path, head_file: Path, output: Path, fmt: str, diag_fmt: str | None) -> None:
+    """Compare two versions of a plan: the summary, checks and answers side by side, and every
+    input and derived quantity that changed. Exit 0, or 1 if a check of HEAD fails, or 2 (and
+    nothing written) if either plan is invalid."""
+    from .pipeline import compile_plan
+
+    diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
+    base, head = compile_plan(base_file), compile_plan(head_file)
+    _diagnostics(base, diag_fmt)
+    _diagnostics(head, diag_fmt)
+    if not (base.ok and head.ok):
+        sys.exit(2)
+    from .report.diff import diff_documents, diff_json
+    from .report.markdown import render_diff_markdown, render_json
+    from .report.view import build_document
+
+    compared = diff_documents(build_document(base), build_document(head))
+    data = render_diff_markdown(compared) if fmt == "md" else render_json(diff_json(compared))
+    if str(output) == "-":
+        click.echo(data, nl=False)
+    else:
+        output.write_text(data, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    sys.exit(head.exit_code)
 
 
 @main.command("import-hf")

@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from .diff import DiffView
 from .templating import environment
 from .view import DocumentView
 
@@ -84,6 +85,11 @@ def render_markdown(doc: DocumentView, figures: Sequence[FigureFile] = ()) -> st
 
 
 _APPENDIX = "\n## Appendix: plan source\n"
+
+
+def render_diff_markdown(diff: DiffView) -> str:
+    """`plan diff` for a pull-request comment (GitHub Markdown)."""
+    return re.sub(r"\n{3,}", "\n\n", _env().get_template("diff.md.j2").render(diff=diff))
 
 
 def render_json(data: dict[str, Any]) -> str:

@@ -81,6 +81,7 @@ class SummaryView:
     text: str
     location: str
     range: str = ""
+    value: float | None = None  # in base SI units; None for a true/false item
 
 
 @dataclass(frozen=True)
@@ -307,7 +308,8 @@ def build_document(compilation: Compilation) -> DocumentView:
     doc.summary = [
         SummaryView(expr.span.text, b.format(value, expr.dim, _unit_of(expr, el)), location(expr.span),
                     (b.range_text(u.summary[i], expr.dim, _unit_of(expr, el)) or "does not depend on them")
-                    if u is not None else "")
+                    if u is not None else "",
+                    float(value) if isinstance(expr.dim, Dim) else None)
         for i, (expr, value) in enumerate(zip(el.summary, lowered.summary))
     ]
     if u is not None:
