@@ -160,3 +160,30 @@ def test_no_slo_line_without_a_tpot_check(compile_text: Callable[[str], Compilat
 
 def test_a_plan_that_did_not_compile_has_no_figures_and_needs_no_matplotlib() -> None:
     assert build_figures(Compilation("broken.plan")) == []
+
+
+@needs_matplotlib
+def test_point_labels_do_not_overlap() -> None:
+    """A crowded Pareto front (the flagship's first four points sit within a few percent of each
+    other): every label stays inside the axes and clear of every other label and point."""
+    from matplotlib.figure import Figure as MplFigure
+
+    from planc.report.figures import _label_points, _overlap
+
+    fig = MplFigure(figsize=(6.4, 3.6), layout="constrained")
+    ax = fig.subplots()
+    xs, ys = [28.8, 29.5, 35.8, 48.6, 74.3, 126.0, 39.7, 44.6], [24.0, 21.1, 13.2, 9.2, 7.2, 6.2, 16.4, 24.5]
+    ax.plot(xs, ys, "o")
+    ax.set_xlim(20, 180)
+    ax.set_ylim(0, 90)
+    labels = [((x, y), f"fp8, {k}, {2 ** (7 - k)}") for k, (x, y) in enumerate(zip(xs[:6], ys[:6]))]
+    _label_points(fig, ax, labels, list(zip(xs, ys)))
+    fig.draw_without_rendering()
+    boxes = [t.get_window_extent() for t in ax.texts]
+    assert len(boxes) == 6
+    frame = ax.get_window_extent()
+    for k, box in enumerate(boxes):
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+        assert all(_overlap(box, other) == 0 for other in boxes[k + 1:])
+    for x, y in ax.transData.transform(list(zip(xs, ys))):  # no label covers a point's centre
+        assert not any(b.contains(x, y) for b in boxes)

@@ -684,27 +684,90 @@ def _pareto_scatter(table: Any) -> Figure | None:
                 color=_GREY, markersize=5, label="eliminated by a constraint")
     ax.step(fx[front], fy[front], where="post", color=_RED, linewidth=1, alpha=0.8)
     ax.plot(fx[front], fy[front], "o", color=_RED, markersize=6, label="Pareto front", zorder=3)
-    for i in front:  # above and to the right: clear of the staircase, which runs right then down
-        ax.annotate(_tx(feasible[i][2]), (fx[i], fy[i]), xytext=(5, 3), textcoords="offset points",
-                    fontsize=6.5, color=_RED, va="bottom")
     best = getattr(table, "best", None)
+    star = None
     if best is not None and 0 <= best < len(table.rows):
         label = str(table.rows[best][0])
         hit = next((i for i, p in enumerate(feasible) if p[2] == label), None)
         if hit is not None:
             ax.plot([fx[hit]], [fy[hit]], "*", color=_ORANGE, markersize=12, zorder=4,
                     label=_tx(f"best: {label}"))
+            star = (fx[hit], fy[hit])
     ax.set_xlabel(_axis_label(xname, xunit))
     ax.set_ylabel(_axis_label(yname, yunit))
     axes = _search_axes(table)
     ax.legend(loc="upper right", frameon=True, framealpha=0.85, edgecolor="none",
               title=_tx(f"labels: {axes}") if axes else None, title_fontsize=7)
+    points = [*zip(fx, fy)]
+    if rejected:
+        points += [(p[0] / xscale, p[1] / yscale) for p in rejected]
+    _label_points(fig, ax, [((fx[i], fy[i]), _tx(feasible[i][2])) for i in front], points, big=star)
     labelled = f" (labelled {axes})" if axes else ""
     caption = (f"Each point is a configuration the search lists{labelled}, placed by {xname} and {yname} (lower is "
                f"better on both); the red staircase is the Pareto front of the listed feasible configurations, where "
                f"improving one axis costs the other, and grey crosses were eliminated by a constraint.")
     return _finish(fig, f"{slug(subject or 'search')}-pareto", title, caption)
 
+
+
+# Where a point's label may go, in order of preference: (dx, dy) in points, and its alignment.
+# Beside the point first, above and to the right (clear of a Pareto staircase, which runs right,
+# then down); then further up or down, with a leader line back to the point.
+_LABEL_SPOTS = ((5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"),
+                (-5, -3, "right", "top"), (0, 6, "center", "bottom"), (0, -6, "center", "top"),
+                (5, 12, "left", "bottom"), (5, -12, "left", "top"), (-5, 12, "right", "bottom"),
+                (-5, -12, "right", "top"), (0, 14, "center", "bottom"), (0, -14, "center", "top"))
+
+
+def _label_points(fig: Any, ax: Any, labels: list[tuple[tuple[float, float], str]],
+                  points: list[tuple[float, float]], big: tuple[float, float] | None = None) -> None:
+    """Label points so that no label covers another label, a plotted point (`big`: the star of
+    the best one) or the legend, nor leaves the axes: each takes the first spot of `_LABEL_SPOTS`
+    that is clear, or else the one that covers least. Measured on the laid-out figure, so the
+    same data gives the same figure."""
+    from matplotlib.transforms import Bbox
+
+    fig.draw_without_rendering()
+    px = fig.dpi / 72  # display pixels per point
+
+    def square(xy: Any, half: float) -> Any:
+        return Bbox.from_extents(xy[0] - half * px, xy[1] - half * px, xy[0] + half * px, xy[1] + half * px)
+
+    markers = [square(c, 3.5) for c in ax.transData.transform(points)] if points else []
+    placed = [] if big is None else [square(ax.transData.transform([big])[0], 6)]
+    legend = ax.get_legend()
+    if legend is not None:
+        placed.append(legend.get_window_extent())
+    frame = ax.get_window_extent()
+
+    def covered(box: Any, own: Any) -> float:
+        box = box.padded(1.5 * px)  # a little air between neighbours
+        outside = box.width * box.height - _overlap(box, frame)
+        return outside + sum(_overlap(box, o) for o in placed) + sum(
+            _overlap(box, m) for m in markers if not m.contains(*own))
+
+    for xy, text in labels:
+        own = ax.transData.transform([xy])[0]
+        costs = []
+        for dx, dy, ha, va in _LABEL_SPOTS:
+            note = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", fontsize=6.5,
+                               color=_RED, ha=ha, va=va)
+            costs.append(covered(note.get_window_extent(), own))
+            note.remove()
+            if costs[-1] == 0:
+                break
+        dx, dy, ha, va = _LABEL_SPOTS[costs.index(min(costs))]
+        leader = dict(arrowstyle="-", color=_RED, linewidth=0.4, shrinkA=0, shrinkB=3) if abs(dy) > 5 else None
+        note = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", fontsize=6.5, color=_RED,
+                           ha=ha, va=va, arrowprops=leader)
+        placed.append(note.get_window_extent())
+
+
+def _overlap(a: Any, b: Any) -> float:
+    """Area two boxes share."""
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return w * h if w > 0 and h > 0 else 0.0
 
 
 def _subject(table: Any) -> str:
