@@ -136,7 +136,7 @@ def _relative(b: float | None, h: float | None) -> str:
     if b == 0:
         return "from 0" if h != 0 else ""
     change = 100 * (h - b) / abs(b)
-    return f"{'+' if change > 0 else '−' if change < 0 else '±'}{format_number(abs(change), 3)} %"
+    return f"{'+' if change > 0 else ''}{format_number(change, 3)} %"  # signed as every number of the reports
 
 
 def diff_json(diff: DiffView) -> dict[str, Any]:
