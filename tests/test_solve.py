@@ -405,3 +405,23 @@ def test_a_constant_of_a_kind_is_not_an_assumption() -> None:
     split = next(s for s in c.sensitivities if s.target == "reasoning.kv_split")
     assert split.entries == []
     assert "reasoning.kv_split" not in {s.target for s in build_document(c).sensitivities}
+
+
+def test_a_spec_given_as_a_range_is_an_assumption(compile_text: Callable[[str], Compilation]) -> None:
+    """A plan that is unsure of a datasheet figure says so with a range: then it is an assumption,
+    listed with the others and ranked by the sensitivities; the same field given as one value is
+    a specification."""
+    c = compile_text('kind dev {\n  spec bandwidth: B/s "datasheet"\n  input price: USD/h\n}\n'
+                     "dev unsure { bandwidth = 3 TB/s .. 3.4 TB/s; price = 2 USD/h }\n"
+                     "dev sure { bandwidth = 3.2 TB/s; price = 2 USD/h }\n"
+                     "let read_time = 1 GB / unsure.bandwidth + 1 GB / sure.bandwidth\n"
+                     "summary read_time\n")
+    assert c.ok, c.diagnostics
+    assert c.lowered is not None
+    nodes = c.lowered.elaborated.nodes
+    assert not nodes["unsure.bandwidth"].is_definition and nodes["sure.bandwidth"].is_definition
+    (read,) = c.sensitivities
+    assert dict(read.entries) == pytest.approx({"unsure.bandwidth": -0.5}, rel=1e-3)
+    doc = build_document(c)
+    assert "unsure.bandwidth" in {q.id for q in doc.assumptions}
+    assert "sure.bandwidth" in {q.id for q in doc.specifications}

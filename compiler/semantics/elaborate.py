@@ -473,8 +473,9 @@ class Elaborator:
             unit=meta.ftype.unit if meta.ftype is not None else None,
             owner=meta.owner, field=meta.field, overridden=meta.overridden,
             deps=tuple(ir.refs(value)), interval=interval,
-            is_definition=meta.definition or (meta.spec is not None
-                                              and (isinstance(meta.spec.decl, ast.DeriveDecl) or meta.spec.decl.spec)),
+            # a spec the plan gives as a range (`hidden = 8000 .. 9000`) is uncertain: an assumption
+            is_definition=interval is None and (meta.definition or (
+                meta.spec is not None and (isinstance(meta.spec.decl, ast.DeriveDecl) or meta.spec.decl.spec))),
         )
         self.out.nodes[node_id] = node
         self.out.order.append(node_id)

@@ -93,7 +93,7 @@ class Node:
     interval: tuple[Fraction, Fraction] | None = None  # an input given as `low .. high` (value: the midpoint)
     # a fact of the thing it belongs to, not an assumption: a field declared `spec`, a `derive`
     # that happens to be a constant (`kv_shards = 1` for a shared latent), an enumeration
-    # member's attribute (`dtype.fp8.bytes`)
+    # member's attribute (`dtype.fp8.bytes`); unless the plan gives it as a range
     is_definition: bool = False
 
 
