@@ -511,3 +511,17 @@ def test_tricky_formulas_convert_to_well_formed_math(tex: str) -> None:
         out = mathhtml.latex_to_html(tex, inline)
         assert out.startswith('<span class="math'), out
         _math_tree(out)
+
+
+@needs_weasyprint
+def test_pdf_executive_summary_is_one_page_of_its_own(flagship: Rendered,
+                                                      flagship_pdf: tuple[bytes, float]) -> None:
+    """Page 1 is the title, scope and contents; page 2 is the summary, whole: the headline numbers,
+    the checks, the answers, what decides the fleet and the three assumptions it rests on."""
+    reader = _reader(flagship_pdf[0])
+    cover, summary = (re.sub(r"\s+", " ", reader.pages[k].extract_text()) for k in (0, 1))
+    assert "Contents" in cover and "15,752 devices" not in cover
+    assert summary.startswith("Summary quantity value")  # the page opens with the summary
+    for needed in ("15,752 devices", "28,770,000 USD/month", "p99 TTFT SLO in a burst", "fewest devices meeting",
+                   "What decides chat.devices", "chat.utilization_target", "chat_traffic.peak_factor"):
+        assert needed in summary, needed
