@@ -86,20 +86,33 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None
     doc = build_document(result)
     links = _write_figures(result, target) if figures else []
     data = _report(fmt, doc, result, links)
+    _emit(target, data, f" ({result.failed_checks} check(s) failed)" if result.failed_checks else "")
+    sys.exit(result.exit_code)
+
+
+def _emit(target: Path, data: str | bytes, detail: str = "") -> None:
+    """Write an output to `target` (`-` is stdout) and say so on stderr; a target that cannot be
+    written is a one-line message and exit 2, not a traceback."""
     if str(target) == "-":
         if isinstance(data, bytes):
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
         else:
             click.echo(data, nl=False)
-    else:
+        return
+    try:
         if isinstance(data, bytes):
             target.write_bytes(data)
         else:
             target.write_text(data, encoding="utf-8")
-        click.echo(f"wrote {target}" + (f" ({result.failed_checks} check(s) failed)" if result.failed_checks else ""),
-                   err=True)
-    sys.exit(result.exit_code)
+    except OSError as exc:
+        _cannot_write(target, exc)
+    click.echo(f"wrote {target}{detail}", err=True)
+
+
+def _cannot_write(target: Path, exc: OSError) -> None:
+    click.echo(f"plan: cannot write {target}: {exc.strerror or exc}", err=True)
+    sys.exit(2)
 
 
 def _write_figures(result: Compilation, target: Path) -> list[Any]:
@@ -116,9 +129,12 @@ def _write_figures(result: Compilation, target: Path) -> list[Any]:
 
     directory = target.stem + ".figures"
     folder = target.parent / directory
-    folder.mkdir(exist_ok=True)
-    for fig in drawn:
-        (folder / f"{fig.name}.svg").write_text(fig.svg, encoding="utf-8")
+    try:
+        folder.mkdir(exist_ok=True)
+        for fig in drawn:
+            (folder / f"{fig.name}.svg").write_text(fig.svg, encoding="utf-8")
+    except OSError as exc:
+        _cannot_write(folder, exc)
     if drawn:
         click.echo(f"wrote {len(drawn)} figure(s) to {folder}", err=True)
     return figure_files(drawn, directory)
@@ -192,11 +208,7 @@ def diff(base_file: Path, head_file: Path, output: Path, fmt: str, diag_fmt: str
 
     compared = diff_documents(build_document(base), build_document(head))
     data = render_diff_markdown(compared) if fmt == "md" else render_json(diff_json(compared))
-    if str(output) == "-":
-        click.echo(data, nl=False)
-    else:
-        output.write_text(data, encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
+    _emit(output, data)
     sys.exit(head.exit_code)
 
 
@@ -234,15 +246,7 @@ def import_hf(config_file: str, name: str, output: Path | None, diag_fmt: str) -
     _diagnostics(result, diag_fmt)
     if not result.ok or result.text is None:
         sys.exit(2)
-    if to_stdout:
-        click.echo(result.text, nl=False)
-        return
-    try:
-        target.write_text(result.text, encoding="utf-8")
-    except OSError as exc:
-        click.echo(f"plan: cannot write {target}: {exc.strerror or exc}", err=True)
-        sys.exit(2)
-    click.echo(f"wrote {target} ({result.kind} {name}, model_type {result.model_type})", err=True)
+    _emit(target, result.text, f" ({result.kind} {name}, model_type {result.model_type})")
 
 
 def run() -> None:

@@ -163,3 +163,13 @@ def test_markdown_without_figures_links_none(tmp_path: Path) -> None:
     assert run("compile", str(EXAMPLE), "-o", str(out))[0] == 0
     assert "![" not in out.read_text(encoding="utf-8")
     assert [p.name for p in tmp_path.iterdir()] == ["doc.md"]
+
+
+def test_an_output_that_cannot_be_written_is_a_message_not_a_traceback(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    for args in (("compile", str(EXAMPLE), "-o", str(missing / "doc.md")),
+                 ("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(missing / "diff.md"))):
+        code, out, err = run(*args)
+        assert code == 2, (args, err)
+        assert err.strip().endswith(f"plan: cannot write {args[-1]}: No such file or directory")
+        assert "Traceback" not in err and out == ""
