@@ -764,10 +764,11 @@ def _label_points(fig: Any, ax: Any, labels: list[tuple[tuple[float, float], str
 
 
 def _overlap(a: Any, b: Any) -> float:
-    """Area two boxes share."""
-    w = min(a.x1, b.x1) - max(a.x0, b.x0)
-    h = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return w * h if w > 0 and h > 0 else 0.0
+    """Area two matplotlib boxes share."""
+    from matplotlib.transforms import Bbox
+
+    shared = Bbox.intersection(a, b)
+    return shared.width * shared.height if shared is not None else 0.0
 
 
 def _subject(table: Any) -> str:

@@ -260,8 +260,8 @@ class _Builder:
 def _by_owner(qs: list[QuantityView]) -> list[QuantityView]:
     """Grouped by the instance (or enumeration member) they belong to, in the order the owners
     first appear; within one owner, in the plan's order."""
-    first = {owner: i for i, owner in reversed(list(enumerate(q.owner for q in qs)))}
-    return sorted(qs, key=lambda q: first[q.owner])
+    rank = {owner: k for k, owner in enumerate(dict.fromkeys(q.owner for q in qs))}
+    return sorted(qs, key=lambda q: rank[q.owner])
 
 
 def _literal(lit: ir.Lit) -> str:
