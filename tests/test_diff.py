@@ -7,23 +7,16 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from planc.cli import main
 from planc.pipeline import compile_plan
 from planc.report.diff import ChangeRow, diff_documents, diff_json
 from planc.report.markdown import render_diff_markdown
 from planc.report.view import build_document
 
 from .conftest import REPO
+from .test_cli import run
 
 EXAMPLE = REPO / "examples" / "100m_dau.plan"
 FLAGSHIP = EXAMPLE.read_text(encoding="utf-8")
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
