@@ -69,9 +69,9 @@ def test_a_changed_syntax_layer_misses(cache_dir: Path, tmp_path: Path, monkeypa
     (tmp_path / "source.py").write_bytes((Path(cache.__file__).parent.parent / "source.py").read_bytes())
     (copy / "ast.py").write_text((copy / "ast.py").read_text() + "\n# a new field somewhere\n")
     monkeypatch.setattr(cache, "__file__", str(copy / "cache.py"))
-    cache._grammar_digest.cache_clear()
+    cache.grammar_digest.cache_clear()
     try:
         assert cache.load(SourceFile("t.plan", TEXT)) is None
     finally:
         monkeypatch.undo()
-        cache._grammar_digest.cache_clear()
+        cache.grammar_digest.cache_clear()

@@ -3,9 +3,10 @@
 Contract: `environment(**options)` is a strict Jinja2 environment (`StrictUndefined`, block
 trimming, trailing newline kept) whose templates come from the package (`planc.templates`),
 never from the file system around the plan, with `options` (autoescaping) on top. Compiled
-templates are kept with Jinja's own bytecode cache in the compiler's private cache directory
-(`cachedir.py`), so a compile does not re-compile the design template every time; Jinja checks
-each entry against the template's source, and without a private directory nothing is cached.
+templates are kept as signed entries of the compiler's private cache (`cachedir.py`), so a compile
+does not re-compile the design template every time. Jinja's bytecode is marshalled code, run when
+loaded: an entry is used only when its HMAC verifies, Jinja checks it against the template's
+source, and a damaged entry or an unwritable directory is a miss, never an error.
 """
 
 from __future__ import annotations
@@ -15,21 +16,33 @@ from typing import Any
 
 import jinja2
 
-from ..cachedir import cache_directory
+from ..cachedir import read_entry, write_entry
 
 
 def template_source(name: str) -> str:
     return resources.files("planc.templates").joinpath(name).read_text(encoding="utf-8")
 
 
+class _SignedBytecodeCache(jinja2.BytecodeCache):
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        payload = read_entry(f"jinja-{bucket.key}.cache")
+        if payload is not None:
+            try:
+                bucket.bytecode_from_string(payload)
+            except Exception:  # a signed entry of another Python or Jinja: compile afresh
+                bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        write_entry(f"jinja-{bucket.key}.cache", bucket.bytecode_to_string())
+
+
 def environment(**options: Any) -> jinja2.Environment:
-    directory = cache_directory()
     return jinja2.Environment(
         loader=jinja2.FunctionLoader(template_source),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        bytecode_cache=jinja2.FileSystemBytecodeCache(str(directory), "jinja-%s.cache") if directory else None,
+        bytecode_cache=_SignedBytecodeCache(),
         **options,
     )

@@ -6,9 +6,11 @@ Contract
   that are pickled and the code that builds them) — or None. `store(file, module)` records a parse that had no errors.
 - One entry per file path (and compiler build): a new text of the same file replaces the
   entry, so the cache grows with the number of files compiled, not with the number of edits.
-- Entries live in the compiler's private cache directory (`cachedir.py`: `$PLAN_CACHE_DIR`, else
-  `~/.cache/planc`; used only if it belongs to the current user and nobody else may write it, since
-  entries are pickles, which run code when loaded). `PLAN_NO_CACHE=1` turns the cache off.
+- Entries are signed entries of the compiler's private cache (`cachedir.py`: a directory that
+  belongs to the current user and nobody else may write, an HMAC verified before a byte is
+  unpickled), and they are unpickled with only the AST's own classes (and `Fraction`)
+  constructible, so a damaged or planted entry is a miss, never code run or a wrong AST.
+  `PLAN_NO_CACHE=1` turns the cache off.
 - Any failure to read or write is silent: the cache only ever saves time.
 """
 
@@ -16,20 +18,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
+import inspect
 import pickle
-import tempfile
 from importlib import resources
 from pathlib import Path
 
-from .. import __version__
-from ..cachedir import cache_directory
+from .. import __version__, source
+from ..cachedir import loads_restricted, read_entry, write_entry
 from ..source import SourceFile
 from . import ast
 
 
 @functools.cache
-def _grammar_digest() -> str:
+def grammar_digest() -> str:
     digest = hashlib.sha256(__version__.encode())
     digest.update(resources.files("planc.grammar").joinpath("plan.lark").read_bytes())
     here = Path(__file__).parent
@@ -38,40 +39,35 @@ def _grammar_digest() -> str:
     return digest.hexdigest()
 
 
-def _entry(file: SourceFile) -> Path | None:
-    directory = cache_directory()
-    if directory is None:
-        return None
+@functools.cache
+def _allowed() -> frozenset[tuple[str, str]]:
+    """The classes an AST pickle may name: the AST's own, the source's, and exact fractions."""
+    names = {("fractions", "Fraction")}
+    for module in (ast, source):
+        names |= {(module.__name__, name) for name, value in vars(module).items()
+                  if inspect.isclass(value) and value.__module__ == module.__name__}
+    return frozenset(names)
+
+
+def _entry(file: SourceFile) -> str:
     # the text is not part of the key: `load` compares it, and `store` replaces an older parse
-    key = hashlib.sha256("\0".join((_grammar_digest(), file.path, str(file.is_stdlib))).encode())
-    return directory / (key.hexdigest() + ".ast")
+    key = hashlib.sha256("\0".join((grammar_digest(), file.path, str(file.is_stdlib))).encode())
+    return key.hexdigest() + ".ast"
 
 
 def load(file: SourceFile) -> ast.Module | None:
-    entry = _entry(file)
-    if entry is None:
+    payload = read_entry(_entry(file))
+    if payload is None:
         return None
-    try:
-        with entry.open("rb") as handle:
-            module = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-        return None
+    module = loads_restricted(payload, _allowed())
     if not isinstance(module, ast.Module) or module.span.file.text != file.text:
         return None
     return module
 
 
 def store(file: SourceFile, module: ast.Module) -> None:
-    entry = _entry(file)
-    if entry is None:
-        return
     try:
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(module, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, entry)
-    except (OSError, pickle.PicklingError, TypeError, RecursionError):
-        try:
-            os.unlink(tmp)
-        except (OSError, UnboundLocalError):
-            pass
+        payload = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, RecursionError):
+        return
+    write_entry(_entry(file), payload)
