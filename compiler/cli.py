@@ -212,6 +212,54 @@ def diff(base_file: Path, head_file: Path, output: Path, fmt: str, diag_fmt: str
     sys.exit(head.exit_code)
 
 
+@main.command()
+@click.argument("rows_dir", metavar="ROWS", type=click.Path(path_type=Path, file_okay=False), default="validation/rows")
+@click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True), default="-",
+              help="where to write the fidelity report (default: stdout)")
+@click.option("--baseline", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="recorded group figures (JSON): exit 1 if a group's median |error| worsened")
+@click.option("--record", is_flag=True, help="write the figures of this run to --baseline instead of comparing")
+@click.option("--before", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="group figures of an earlier physics (JSON) to show beside this run's")
+@click.option("--only", metavar="GLOB", default="*", help="score only the rows whose id matches GLOB")
+def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, before: Path | None, only: str) -> None:
+    """Score the stdlib's physics against the published measurements in ROWS (validation/rows):
+    per group the median and p90 |error|, the bias and roofline-floor violations, as Markdown
+    (docs/fidelity.md). Exit 0, or 1 if a group worsened beyond --baseline, or 2 on bad input."""
+    import fnmatch
+    import json
+
+    from . import validate as v
+
+    if not rows_dir.is_dir():
+        click.echo(f"plan: {rows_dir}: no such directory of validation rows", err=True)
+        sys.exit(2)
+    rows, problems = v.load_rows(rows_dir)
+    for problem in problems:
+        click.echo(f"plan: {problem}", err=True)
+    rows = [r for r in rows if fnmatch.fnmatch(r.id, only)]
+    predictions = v.predict(rows)
+    groups = v.score(predictions)
+    def figures(path: Path | None) -> dict[str, dict[str, float]] | None:
+        if path is None or not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            click.echo(f"plan: cannot read {path}: {exc}", err=True)
+            sys.exit(2)
+        return data if isinstance(data, dict) else None
+
+    recorded = None if record else figures(baseline)
+    _emit(output, v.render(groups, predictions, figures(before)))
+    if record and baseline is not None:
+        _emit(baseline, v.baseline_of(groups))
+    worse = v.compare(groups, recorded) if recorded else []
+    for line in worse:
+        click.echo(f"plan: worse than recorded: {line}", err=True)
+    sys.exit(2 if problems else 1 if worse else 0)
+
+
 @main.command("import-hf")
 @click.argument("config_file", metavar="CONFIG.json", type=click.Path())
 @click.option("--name", required=True, metavar="NAME",

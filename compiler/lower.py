@@ -40,6 +40,7 @@ Value = Union[Fraction, float, bool]
 FLOAT_MAX = 1.7976931348623157e308
 _FLOAT_MAX_FRACTION = Fraction(FLOAT_MAX)
 _MAX_POWER_DIGITS = 400  # exact powers beyond 10^400 are overflows anyway
+_MAX_EXACT_DIGITS = 1000  # an exact power with more digits than this is taken in floating point
 
 
 class EvalError(Exception):
@@ -205,7 +206,12 @@ def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
         magnitude = abs(exponent) * math.log10(abs(base)) if base not in (0, 1, -1) else 0
         if magnitude > _MAX_POWER_DIGITS:
             raise EvalError(expr.span, "overflow", "the power is beyond ±1.8e308")
-        return base ** int(exponent)
+        digits = abs(exponent) * max(len(str(base.numerator)), len(str(base.denominator)))
+        if digits <= _MAX_EXACT_DIGITS:
+            return base ** int(exponent)
+        # an exact power whose numerator or denominator would run to thousands of digits
+        # ((1 − k/E)^T for an MoE iteration of 8,192 tokens) is carried as a float
+        return float(base) ** int(exponent)
     if base < 0:
         raise EvalError(expr.span, "not a real number", "a negative number to a fractional power")
     try:

@@ -51,7 +51,8 @@ def test_json_carries_values_units_formulas_and_sources() -> None:
     assert q["llama_3_1_70b.params"]["exact"] == "70553706496"
     assert q["chat.kv_bytes_per_token"]["value"] == 327680
     assert q["chat.kv_bytes_per_token"]["dim"] == "B/token"
-    assert q["chat.memory_utilization"]["source"].startswith("vLLM")
+    assert q["chat.memory_utilization"]["source"].startswith("the engine")
+    assert q["vllm.memory_fraction"]["source"].startswith("vllm-project/vllm@v0.33.0")
     assert "\\frac" in q["chat.weight_bytes_per_device"]["formula"]
 
 
@@ -141,9 +142,9 @@ def test_markdown_figures_are_files_beside_the_report(tmp_path: Path) -> None:
         path = tmp_path / unquote(link)
         assert path.parent.name == "my design.figures" and path.suffix == ".svg"
         assert path.read_text(encoding="utf-8").lstrip().startswith(("<?xml", "<svg"))
-    # each figure sits in its part: the roofline closes the Roofline section
+    # each figure sits in its part: the roofline closes the Step physics section
     roofline = text.index("chat-roofline.svg")
-    assert text.rfind("\n## ", 0, roofline) == text.index("\n## Roofline")
+    assert text.rfind("\n## ", 0, roofline) == text.index("\n## Step physics")
     # the figures are as deterministic as the text
     first = {p.name: p.read_bytes() for p in (tmp_path / "my design.figures").iterdir()}
     assert run("compile", str(EXAMPLE), "--figures", "-o", str(out))[0] == 0

@@ -13,6 +13,7 @@ from planc.report.markdown import render_diff_markdown
 from planc.report.view import build_document
 
 from .conftest import REPO
+from .flagship import FLAGSHIP as FIGURES
 from .test_cli import run
 
 EXAMPLE = REPO / "examples" / "100m_dau.plan"
@@ -44,14 +45,17 @@ def test_one_changed_input_and_what_it_moves(lower_peak: Path) -> None:
         ("chat_traffic.peak_factor", "3", "2.5", "-16.7 %")]
     assert d.inputs[0].source.startswith("single-region product") and d.inputs[0].location.endswith("head.plan:12")
     summary = rows(d.summary)
-    # the fleet is sized on throughput at the peak: 3,937 → 3,281 replicas of 4 devices, plus a spare
-    assert (summary["chat.devices"].base, summary["chat.devices"].head) == ("15,752 devices", "13,128 devices")
-    assert summary["chat.devices"].change == "-16.7 %" and summary["chat.devices"].changed
+    # the fleet is sized on throughput at the peak: a sixth fewer replicas of 4 devices, plus a spare
+    assert (summary["chat.devices"].base, summary["chat.devices"].head) == (
+        FIGURES["chat.devices"], FIGURES["chat.devices@peak_factor=2.5"])
+    assert summary["chat.devices"].change == FIGURES["chat.devices:change@peak_factor=2.5"]
+    assert summary["chat.devices"].changed
     # the latency of one step does not depend on how many replicas there are
     assert not summary["chat.tpot"].changed and summary["chat.tpot"].change == ""
     derived = rows(d.derived)
-    assert derived["chat.replicas"].head == "3,281" and "chat.tpot" not in derived
-    assert derived["chat.tail_wait"].change == "from 0"  # the burst now waits in the queue
+    assert derived["chat.replicas"].head == FIGURES["chat.replicas@peak_factor=2.5"] and "chat.tpot" not in derived
+    # a smaller fleet at the same utilisation target: a burst finds all replicas busy more often
+    assert derived["chat.wait_probability"].changed and derived["chat.wait_probability"].change.startswith("+")
     assert 0 < len(d.derived) < d.derived_compared
     questions = rows(d.questions)
     assert not questions["ask: max batch at 8k context"].changed
@@ -74,7 +78,9 @@ def test_markdown_is_a_pull_request_comment(lower_peak: Path) -> None:
     code, out, err = run("diff", str(EXAMPLE), str(lower_peak))
     assert code == 0, err
     assert out.startswith("## Plan diff: ")
-    assert "| `chat.devices` | 15,752 devices | **13,128 devices** | \\-16.7 % |" in out
+    change = FIGURES["chat.devices:change@peak_factor=2.5"].replace("-", "\\-")
+    assert (f"| `chat.devices` | {FIGURES['chat.devices']} | **{FIGURES['chat.devices@peak_factor=2.5']}** "
+            f"| {change} |") in out
     assert "| `chat_traffic.peak_factor` | 3 | 2.5 | \\-16.7 % |" in out
     assert re.search(r"<details><summary>\d+ of \d+ derived quantities changed</summary>", out)
     again = run("diff", str(EXAMPLE), str(lower_peak))[1]

@@ -27,6 +27,7 @@ from planc.report.html import breakable, figures_of, inline_svg, render_html
 from planc.report.view import DocumentView, build_document
 
 from .conftest import REPO
+from .flagship import FLAGSHIP as FIGURES
 
 FLAGSHIP = REPO / "examples" / "100m_dau.plan"
 
@@ -110,7 +111,7 @@ def test_html_shows_the_headline_numbers_and_every_part(flagship: Rendered) -> N
     assert f"<title>{escape(doc.title)}</title>" in html
     for s in doc.summary:
         assert str(escape(s.text)) in html, s.label
-    assert "15,752 devices" in html and "11.72 ms" in html
+    assert FIGURES["chat.devices"] in html and FIGURES["chat.tpot"] in html
     for title in ("Summary", "Assumptions", "Checks", "Questions", "Sensitivity", *(s.title for s in doc.sections)):
         assert f">{escape(title)}</h2>" in html, title
     # each derived quantity: its heading, its derivation in math, its result as text
@@ -363,7 +364,7 @@ def test_pdf_of_the_flagship(flagship: Rendered, flagship_pdf: tuple[bytes, floa
     assert len(reader.pages) > 3
     text = "\n".join(page.extract_text() for page in reader.pages[:3])
     assert flagship.doc.title in text
-    assert "15,752 devices" in text
+    assert FIGURES["chat.devices"] in text
     assert _embedded_files(reader) == []
     assert _external_links(reader) == []
     info = reader.metadata or {}
@@ -520,8 +521,8 @@ def test_pdf_executive_summary_is_one_page_of_its_own(flagship: Rendered,
     the checks, the answers, what decides the fleet and the three assumptions it rests on."""
     reader = _reader(flagship_pdf[0])
     cover, summary = (re.sub(r"\s+", " ", reader.pages[k].extract_text()) for k in (0, 1))
-    assert "Contents" in cover and "15,752 devices" not in cover
+    assert "Contents" in cover and FIGURES["chat.devices"] not in cover
     assert summary.startswith("Summary quantity value")  # the page opens with the summary
-    for needed in ("15,752 devices", "28,770,000 USD/month", "p99 TTFT SLO in a burst", "fewest devices meeting",
+    for needed in (FIGURES["chat.devices"], FIGURES["chat.cost_per_month"], "p99 TTFT SLO in a burst", "fewest devices meeting",
                    "What decides chat.devices", "chat.utilization_target", "chat_traffic.peak_factor"):
         assert needed in summary, needed

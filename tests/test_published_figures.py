@@ -35,6 +35,7 @@ deployment d {{
   activation_peak = {activation} GiB
   non_torch_memory = {non_torch} GiB
   cuda_graphs = false
+  memory_utilization = 0.9
 }}
 """
 
@@ -46,7 +47,7 @@ def gib(c: Compilation, node: str) -> float:
 
 
 @pytest.mark.parametrize(("file", "model", "weights", "tp", "activation", "non_torch", "weights_gib", "kv_gib"), [
-    # vLLM v0.11 on H100 (CUDA sees 79.18 GiB), gpu_memory_utilization 0.9 — "vLLM Empirical Memory
+    # vLLM v0.11 on H100 (CUDA sees 79.18 GiB), gpu_memory_utilization 0.9 (its default then) — "vLLM Empirical Memory
     # Profiling Results" (physics.md §4.3): Llama-3.1-8B TP1 weights 14.99 GiB, KV 51.38 GiB
     ("llama-3.1-8b", "llama_3_1_8b", "bf16", 1, 4.76, 0.13, 14.99, 51.38),
     # same source: Llama-3.3-70B-FP8-dynamic at TP2, weights 33.88 GiB per GPU, KV 32.00 GiB

@@ -91,7 +91,8 @@ def test_ridge_point_h100(compile_text: Callable[[str], Compilation]) -> None:
 def test_prefill_flops_llama_70b(compile_text: Callable[[str], Compilation]) -> None:
     # physics.md §2.2: 138.2 TFLOP to prefill a 1,000-token prompt on Llama-3.1-70B
     v = values(compile_text(deployment("llama-3.1-70b")))
-    assert float(v["d.prefill_flops_per_request"]) == pytest.approx(138.2e12, rel=1e-3)
+    # prefill_flops is per device: the deployment helper shards the model over TP 4
+    assert float(v["d.prefill_flops"]) * 4 == pytest.approx(138.2e12, rel=1e-3)
 
 
 def test_traffic_chain_worked_example(compile_text: Callable[[str], Compilation]) -> None:
@@ -106,14 +107,19 @@ def test_traffic_chain_worked_example(compile_text: Callable[[str], Compilation]
 
 def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) -> None:
     # physics.md §14 step 6: Llama-3.1-70B FP8, TP4, 76 sequences at 8,192 tokens, BF16 KV:
-    # 17.64 GB weights actually read + 51.0 GB KV per device; 27.3 ms at 75 % of 3.35 TB/s;
-    # with TP all-reduces TPOT ≈ 29 ms (our weight bytes keep the input embedding table, +0.5 GB)
-    text = deployment("llama-3.1-70b", weights="fp8", tp=4).replace("batch = 1", "batch = 76")
+    # 17.64 GB weights actually read (the input embedding is a lookup) + 51.0 GB KV per device;
+    # 27.3 ms at 75 % of 3.35 TB/s; with TP all-reduces TPOT ≈ 29 ms. Our step adds the gaps
+    # between its kernels and the engine's own time per step, so TPOT lands within 10 % above.
+    # The memory inputs are the worked example's (vLLM 0.11 at 0.9 of the device, its measured
+    # activation peak and buffers), not today's defaults.
+    text = deployment("llama-3.1-70b", weights="fp8", tp=4).replace("batch = 1", "batch = 76\n  mbu = 0.75\n"
+        "  memory_utilization = 0.9; activation_peak = 4.84 GiB; non_torch_memory = 1 GiB; cuda_graph_memory = 0.5 GiB")
     v = values(compile_text(text))
+    assert float(v["d.gemm_weight_bytes"]) == pytest.approx(17.64e9, rel=1e-3)
     assert float(v["d.kv_bytes_per_device"]) == pytest.approx(51.0e9, rel=2e-3)
-    memory_time = float(v["d.worst_bytes_per_step"]) / (3.35e12 * 0.75)
+    memory_time = float(v["d.gemm_weight_bytes"] + v["d.kv_bytes_per_device"]) / (3.35e12 * 0.75)
     assert memory_time == pytest.approx(0.0273, rel=0.02)
-    assert float(v["d.tpot_worst"]) == pytest.approx(0.029, rel=0.05)
+    assert 0.029 <= float(v["d.tpot_worst"]) <= 0.029 * 1.1
     assert v["d.decode_memory_bound"] is True
     assert float(v["d.kv_capacity_tokens"]) == pytest.approx(629_220, rel=1e-3)  # physics.md §14 step 4
     assert v["d.max_batch"] == 76  # physics.md §14 step 5
@@ -138,19 +144,19 @@ def test_full_expression_is_over_inputs_only(compile_text: Callable[[str], Compi
 def test_pipeline_parallel_does_not_cut_per_token_latency(compile_text) -> None:  # type: ignore[no-untyped-def]
     # physics.md §6.2: a token passes the stages one after another. Splitting the layers over two
     # stages halves each device's bytes per step but doubles the stages a token waits for, so the
-    # TPOT changes only by the hand-off between the stages (launch overheads set to zero here)
+    # TPOT changes only by the hand-off between the stages
     plan = """
 import "models/llama-3.1-70b"
 import "hardware/h100-sxm"
 traffic t {{ daily_active_users = 1 M users; requests_per_user = 10 requests/user/day; peak_factor = 2
   prompt_tokens = 1000 tokens; output_tokens = 250 tokens }}
 deployment d {{ model = llama_3_1_70b; hardware = h100_sxm; traffic = t; weights = bf16; tensor_parallel = 4
-  pipeline_parallel = {pp}; batch = 16; context = 4096 tokens; launch_overhead_graphs = 0 s }}
+  pipeline_parallel = {pp}; batch = 16; context = 4096 tokens }}
 """
     one, two = (compile_text(plan.format(pp=p), name=f"pp{p}.plan") for p in (1, 2))
     assert one.ok and two.ok
     v1, v2 = one.lowered.values, two.lowered.values
-    assert v2["d.decode_memory_time"] > v2["d.decode_compute_time"]  # memory-bound, as decode is
+    assert v2["d.decode_memory_bound"] is True  # as decode is
     assert v2["d.decode_bytes_per_step"] * 2 == v1["d.decode_bytes_per_step"]  # half the layers per device
     assert v2["d.step_time"] - v1["d.step_time"] == v2["d.pp_time_per_step"]  # only the hand-off is added
     assert v2["d.pipeline_bubble"] == Fraction(1, 2)
@@ -170,3 +176,4 @@ def test_kernel_fusion_saves_the_published_bytes_per_token_and_layer(compile_tex
     assert per_token_layer == 2 * 8192 * 2 + mlp_part
     # memory-bound: the time saved is those bytes at the achieved bandwidth
     assert v["d.fusion_time_saved"] == saved / (v["h100_sxm.memory_bandwidth"] * v["d.mbu"])
+    assert v["d.elementwise_bytes_per_token"] == v["d.fused_elementwise_bytes_per_token"]  # the engine fuses

@@ -20,9 +20,9 @@ from .view import DocumentView
 # The first rule whose pattern matches a figure's name names its part (a section title of the
 # plan, or one of the fixed parts).
 FIGURE_PLACES: tuple[tuple[str, str], ...] = (
-    (r"-roofline$", "Roofline"),
+    (r"-roofline$", "Step physics"),
     (r"-memory-(batch|context)$", "Memory"),
-    (r"-latency-throughput$", "Latency"),
+    (r"-latency-throughput$", "Decode iteration"),
     (r"^sensitivity-", ":sensitivity"),
     (r"^input-ranges$", ":summary"),
     (r"-pareto$", ":questions"),

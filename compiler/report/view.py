@@ -47,6 +47,9 @@ class QuantityView:
     inputs: tuple[str, ...]
     range: str = ""  # the interval over the plan's input ranges, with how it was found
     is_definition: bool = False  # a specification (a `spec` field, an enum attribute), not an assumption
+    # where a sum goes: (term as written in LaTeX, its value, its share of the total) for every
+    # term of a sum of three or more, largest first
+    breakdown: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def shows_substituted(self) -> bool:
@@ -217,7 +220,28 @@ class _Builder:
             result="\\text{" + latex.text(text) + "}",
             source=node.source, location=location(node.span), overridden=node.overridden,
             inputs=node.deps, range=self.node_range(node_id), is_definition=node.is_definition,
+            breakdown=self.breakdown(node),
         )
+
+    def breakdown(self, node: ir.Node) -> tuple[tuple[str, str, str], ...]:
+        """The shares of a sum of three or more terms that are not all zero: where the time, the
+        bytes or the money goes. Terms that are zero for this plan are left out."""
+        terms = _summands(node.expr)
+        if len(terms) < 3 or not isinstance(node.dim, Dim):
+            return ()
+        from ..lower import EvalError, evaluate
+
+        try:
+            values = [float(evaluate(t, self.lowered.values)) for t in terms]
+        except (EvalError, KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return ()
+        total = sum(values)
+        if total <= 0 or any(v < 0 for v in values) or sum(1 for v in values if v > 0) < 3:
+            return ()
+        rows = sorted(((v, latex.to_latex(t, self.formula_leaf)) for t, v in zip(terms, values) if v > 0),
+                      key=lambda row: -row[0])
+        return tuple((tex, self.format(v, node.dim, node.unit), f"{format_number(100 * v / total, 3)} %")
+                     for v, tex in rows)
 
     def check(self, outcome: Outcome, check: ir.Check, index: int) -> CheckView:
         left = right = margin = ""
@@ -255,6 +279,13 @@ class _Builder:
         if limit == 0:
             return format_quantity(slack, dim)
         return f"{format_quantity(slack, dim)} ({format_number(100 * slack / abs(limit), 3)} %)"
+
+
+def _summands(expr: ir.Expr) -> list[ir.Expr]:
+    """The terms of a sum as written (`a + b + c` → [a, b, c]); one term for anything else."""
+    if isinstance(expr, ir.Op) and expr.op == "+":
+        return [t for arg in expr.args for t in _summands(arg)]
+    return [expr]
 
 
 def _by_owner(qs: list[QuantityView]) -> list[QuantityView]:

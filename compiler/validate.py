@@ -1,0 +1,328 @@
+"""Validation: the stdlib's physics scored against published measurements.
+
+Contract
+- `load_rows(directory) -> (rows, problems)` reads every `*.csv` under `directory` in the schema
+  of `validation/README.md`. A row whose fields are malformed (a metric we do not score, a
+  number that is not one, a model or accelerator the catalog lacks) is a problem with its file
+  and line, never an exception; nothing from a row reaches the plan text unless it matched a
+  strict pattern (a catalog stem, a dtype name, a decimal number).
+- `predict(row) -> Prediction` writes a plan that states the row's setup (model, accelerator,
+  engine, precisions, parallelism, batch, lengths) with every other input at its stdlib default,
+  compiles it with the ordinary pipeline, and reads the quantity the metric names. The plan is
+  the physics' own: nothing is fitted, and a row the physics cannot express says why.
+- `score(predictions) -> list[Group]`: per group (metric × architecture × precision class, and
+  each metric pooled) the count, median and p90 of |error|, the signed median bias, and for step
+  times how often the roofline floor exceeds the measurement (it never may).
+- `render(groups, predictions) -> str` is `docs/fidelity.md`; `compare(groups, baseline)` lists
+  the groups whose median |error| worsened beyond the recorded figure by more than a tolerance.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import statistics
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+# metric -> (quantity of the deployment, unit factor from the stdlib's base unit to the row's unit)
+METRICS: dict[str, tuple[str, float]] = {
+    "decode_step": ("step_time", 1e3),
+    "ttft": ("ttft", 1e3),
+    "prefill": ("prefill_time", 1e3),
+    "static_throughput": ("batch_output_tokens_per_s", 1.0),
+    "e2e_latency": ("e2e_latency", 1e3),
+}
+UNITS = {"decode_step": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms"}
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}  # any other engine: scored as vLLM
+_TRTLLM_0_9 = re.compile(r"^v?0\.[0-9]([^0-9]|$)")  # 0.5-0.9: the releases before XQA was the GQA default
+
+
+def engine_of(row: Row) -> str:
+    """The stdlib engine profile a row ran on (an engine we do not profile is scored as vLLM)."""
+    if row["engine"] == "trtllm" and _TRTLLM_0_9.match(row["engine_version"]):
+        return "trtllm_0_9"
+    return ENGINES.get(row["engine"], "vllm")
+DTYPES = {"bf16", "fp16", "fp8", "int8", "int4", "fp32"}
+_STEM = re.compile(r"^[a-z0-9][a-z0-9.\-]{0,60}$")
+_NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+_INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)", re.M)
+
+
+@dataclass(frozen=True)
+class Row:
+    file: str
+    line: int
+    fields: dict[str, str]
+
+    def __getitem__(self, key: str) -> str:
+        return self.fields.get(key, "").strip()
+
+    @property
+    def id(self) -> str:
+        return self["id"]
+
+
+@dataclass
+class Prediction:
+    row: Row
+    measured: float
+    predicted: float | None = None
+    floor: float | None = None
+    problem: str | None = None
+    arch: str = ""
+    precision: str = ""
+
+    @property
+    def error(self) -> float | None:
+        return None if self.predicted is None else (self.predicted - self.measured) / self.measured
+
+
+@dataclass
+class Group:
+    name: str
+    n: int
+    median: float
+    p90: float
+    bias: float
+    floor_violations: int = 0
+    floor_checked: int = 0
+    skipped: int = 0
+    ids: list[str] = field(default_factory=list)
+
+
+def _catalog(folder: str) -> dict[str, tuple[str, str]]:
+    """stem -> (kind, instance name), for the stdlib's models or hardware."""
+    out = {}
+    for entry in resources.files("planc.stdlib").joinpath(folder).iterdir():
+        if entry.name.endswith(".plan"):
+            match = _INSTANCE.search(entry.read_text(encoding="utf-8"))
+            if match:
+                out[entry.name[:-5]] = (match.group(1), match.group(2))
+    return out
+
+
+def load_rows(directory: Path) -> tuple[list[Row], list[str]]:
+    rows: list[Row] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for path in sorted(directory.glob("*.csv")):
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            for n, record in enumerate(reader, start=2):
+                row = Row(path.name, n, {k: (v or "") for k, v in record.items() if k is not None})
+                if row.id in seen:
+                    problems.append(f"{path.name}:{n}: duplicate id {row.id}")
+                    continue
+                seen.add(row.id)
+                rows.append(row)
+    return rows, problems
+
+
+def _count(text: str, default: int | None = None) -> int | None:
+    if not text:
+        return default
+    return int(text) if text.isdigit() else None
+
+
+def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, tuple[str, str]]) -> tuple[str | None, str]:
+    """The plan that states the row's setup, or None and why it cannot be stated."""
+    metric = row["metric"]
+    if metric not in METRICS:
+        return None, f"metric {metric or '(none)'} is not scored yet"
+    model, gpu = row["model"], row["gpu"]
+    if not _STEM.match(model) or model not in models:
+        return None, f"model {model or '(none)'} is not in the catalog"
+    if not _STEM.match(gpu) or gpu not in hardware:
+        return None, f"accelerator {gpu or '(none)'} is not in the catalog"
+    weights = row["weights"] or "bf16"
+    kv = row["kv"] or ("fp16" if weights == "fp16" else "bf16")
+    if weights not in DTYPES or kv not in DTYPES:
+        return None, f"precision {weights}/{kv} is not a catalog dtype"
+    tp, pp, batch = _count(row["tp"], 1), _count(row["pp"], 1), _count(row["batch"], 1)
+    ep = _count(row["ep"], tp)
+    prompt, output, context = row["input_tokens"], row["output_tokens"], row["context"]
+    if None in (tp, pp, ep, batch) or not all(_NUMBER.match(x) for x in (prompt or "1", output or "1", context or "1")):
+        return None, "parallelism, batch or lengths are not whole numbers"
+    if context:  # a decode step measured at a stated context
+        prompt, output = context, "1"
+    if not prompt or not output:
+        return None, "input or output length not stated"
+    activations = "fp16" if weights == "fp16" or kv == "fp16" else "bf16"
+    engine = engine_of(row)
+    static = "true" if metric in ("static_throughput", "ttft", "prefill") and batch > 1 else "false"
+    total = int(float(prompt)) + int(float(output))
+    kind, base = models[model]
+    # the measurement ran this length, whatever the model card says its context is
+    text = f"""import "models/{model}"
+import "hardware/{gpu}"
+{kind} m = {base} {{ max_context = max({base}.max_context, {total} tokens) }}
+traffic t {{
+  daily_active_users = 1 users
+  requests_per_user = 1 requests/user/day
+  peak_factor = 1
+  prompt_tokens = {prompt} tokens
+  output_tokens = {output} tokens
+}}
+deployment d {{
+  model = m
+  hardware = {hardware[gpu][1]}
+  traffic = t
+  engine = {engine}
+  weights = {weights}
+  embeddings = {activations if weights in ("bf16", "fp16") else "bf16"}
+  kv = {kv}
+  activations = {activations}
+  tensor_parallel = {tp}
+  pipeline_parallel = {pp}
+  expert_parallel = {ep}
+  batch = {batch}
+  max_num_seqs = {max(batch, 1)}
+  context = {total} tokens
+  static_batching = {static}
+}}
+"""
+    return text, ""
+
+
+def predict(rows: Iterable[Row]) -> list[Prediction]:
+    from .pipeline import compile_plan
+
+    models, hardware = _catalog("models"), _catalog("hardware")
+    out = []
+    with tempfile.TemporaryDirectory(prefix="plan-validate-") as tmp:
+        path = Path(tmp) / "row.plan"
+        for row in rows:
+            try:
+                measured = float(row["value"])
+            except ValueError:
+                out.append(Prediction(row, float("nan"), problem="value is not a number"))
+                continue
+            if not measured > 0:
+                out.append(Prediction(row, measured, problem="value is not positive"))
+                continue
+            text, why = plan_text(row, models, hardware)
+            if text is None:
+                out.append(Prediction(row, measured, problem=why))
+                continue
+            path.write_text(text, encoding="utf-8")
+            result = compile_plan(path, shown=f"{row.file}:{row.line}")
+            if result.lowered is None:
+                first = next((d for d in result.diagnostics if d.is_error), None)
+                out.append(Prediction(row, measured, problem="the plan does not compile: "
+                                      + (first.message if first else "unknown")))
+                continue
+            values = result.lowered.values
+            quantity, factor = METRICS[row["metric"]]
+            scale = 1.0
+            if row["metric"] == "static_throughput":  # replicas of the setup run side by side
+                gpus = _count(row["gpus"]) or 1
+                scale = gpus / ((_count(row["tp"], 1) or 1) * (_count(row["pp"], 1) or 1))
+            prediction = Prediction(row, measured, predicted=float(values[f"d.{quantity}"]) * factor * scale)
+            if row["metric"] == "decode_step":
+                prediction.floor = float(values["d.step_time_floor"]) * factor
+            experts = float(values.get("m.experts", 1))
+            prediction.arch = "MLA" if "m.kv_lora_rank" in values else "MoE" if experts > 1 else (
+                "MHA" if values.get("m.kv_heads") == values.get("m.heads") else "GQA")
+            w = row["weights"] or "bf16"
+            prediction.precision = "16-bit" if w in ("bf16", "fp16") else w
+            out.append(prediction)
+    return out
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+
+
+def _group(name: str, members: list[Prediction]) -> Group | None:
+    scored = [p for p in members if p.error is not None]
+    if not scored:
+        return None
+    errors = [abs(p.error) for p in scored if p.error is not None]
+    signed = [p.error for p in scored if p.error is not None]
+    floors = [p for p in scored if p.floor is not None]
+    return Group(name, len(scored), statistics.median(errors), _p90(errors), statistics.median(signed),
+                 sum(1 for p in floors if p.floor is not None and p.floor > p.measured), len(floors),
+                 len(members) - len(scored), [p.row.id for p in scored])
+
+
+def score(predictions: list[Prediction]) -> list[Group]:
+    groups: list[Group] = []
+    metrics = sorted({p.row["metric"] for p in predictions if p.row["metric"] in METRICS})
+    for metric in metrics:
+        members = [p for p in predictions if p.row["metric"] == metric]
+        pooled = _group(f"{metric} (all)", members)
+        if pooled:
+            groups.append(pooled)
+        keys = sorted({(p.arch, p.precision) for p in members if p.error is not None})
+        for arch, precision in keys:
+            g = _group(f"{metric} · {arch} · {precision}",
+                       [p for p in members if (p.arch, p.precision) == (arch, precision)])
+            if g:
+                groups.append(g)
+    return groups
+
+
+def compare(groups: list[Group], baseline: dict[str, dict[str, float]], tolerance: float = 0.01) -> list[str]:
+    """Groups whose median |error| rose above the recorded one by more than `tolerance` (absolute)."""
+    worse = []
+    for g in groups:
+        recorded = baseline.get(g.name)
+        if recorded is not None and g.median > recorded["median"] + tolerance:
+            worse.append(f"{g.name}: median |error| {g.median:.1%}, recorded {recorded['median']:.1%}")
+    return worse
+
+
+def baseline_of(groups: list[Group]) -> str:
+    data = {g.name: {"n": g.n, "median": round(g.median, 4), "p90": round(g.p90, 4), "bias": round(g.bias, 4)}
+            for g in groups}
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def render(groups: list[Group], predictions: list[Prediction], before: dict[str, dict[str, float]] | None = None) -> str:
+    lines = [
+        "# Fidelity: the stdlib's physics against published measurements",
+        "",
+        "Generated by `plan validate validation/rows --before validation/before.json -o docs/fidelity.md`:",
+        "every row of `validation/rows/` (each a published measurement with its citation, schema in",
+        "`validation/README.md`) is predicted by a plan that states the row's setup — model, accelerator,",
+        "engine, precisions, parallelism, batch, lengths — and leaves every other input at its stdlib",
+        "default. Nothing is fitted to these rows. Error is (predicted − measured) / measured, so a",
+        "negative bias means predicted times are too short (optimistic) and, for throughputs, a positive",
+        "bias means predicted throughput is too high (optimistic). The floor is the roofline at datasheet",
+        "peaks with no overheads: it must never exceed a measured step."
+        + (" *Before* is the physics of the previous release (one `mbu`, one roofline `max` per step),"
+           " scored on the same rows." if before else ""),
+        "",
+        "| group | n | median \\|error\\| | p90 \\|error\\| | bias | floor above measurement |"
+        + (" before: median | before: p90 |" if before else ""),
+        "|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if before else ""),
+    ]
+    for g in groups:
+        floor = f"{g.floor_violations} of {g.floor_checked}" if g.floor_checked else "–"
+        row = f"| {g.name} | {g.n} | {g.median:.1%} | {g.p90:.1%} | {g.bias:+.1%} | {floor} |"
+        if before:
+            old = before.get(g.name)
+            row += f" {old['median']:.1%} | {old['p90']:.1%} |" if old else " – | – |"
+        lines.append(row)
+    skipped = [p for p in predictions if p.error is None]
+    lines += ["", f"{len(predictions) - len(skipped)} rows scored, {len(skipped)} not scored (listed at the end with the reason).",
+              "", "## Rows", "", "| id | metric | engine profile | measured | predicted | error | floor |",
+              "|---|---|---|---:|---:|---:|---:|"]
+    for p in sorted(predictions, key=lambda p: p.row.id):
+        if p.error is None or p.predicted is None:
+            continue
+        unit = UNITS[p.row["metric"]]
+        floor = f"{p.floor:.4g}" if p.floor is not None else ""
+        lines.append(f"| {p.row.id} | {p.row['metric']} | {engine_of(p.row)} | {p.measured:.4g} {unit} "
+                     f"| {p.predicted:.4g} | {p.error:+.1%} | {floor} |")
+    if skipped:
+        lines += ["", "## Rows not scored", "", "| id | why |", "|---|---|"]
+        for p in sorted(skipped, key=lambda p: p.row.id):
+            lines.append(f"| {p.row.id} | {(p.problem or '').replace('|', '/')} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""The published validation set (validation/rows) and the physics' score on it (docs/fidelity.md).
+
+- Every row is well formed and cites where it comes from: a repository file at a 40-hex commit,
+  or a page's URL.
+- The set is what issue 13 asks for: at least 150 rows from at least four independent sources,
+  MHA, GQA, MoE and MLA models, three or more GPU types.
+- No group's median |error| is worse than recorded in validation/baseline.json, and the
+  roofline floor (datasheet peaks, no overheads) is never above a measured step.
+- docs/fidelity.md is the report of the physics as it is now.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from planc import validate as v
+
+from .conftest import REPO
+
+ROWS = REPO / "validation" / "rows"
+HEADER = ("id,metric,value,unit,model,hf_id,gpu,gpus,tp,pp,ep,engine,engine_version,weights,compute,kv,batch,"
+          "input_tokens,output_tokens,context,source,setup,quote").split(",")
+METRICS = {"decode_step", "ttft", "prefill", "static_throughput", "max_throughput", "e2e_latency"}
+_GITHUB = re.compile(r"^github:[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S")
+
+
+@pytest.fixture(scope="module")
+def scored() -> tuple[list[v.Prediction], list[v.Group]]:
+    rows, problems = v.load_rows(ROWS)
+    assert problems == []
+    predictions = v.predict(rows)
+    return predictions, v.score(predictions)
+
+
+def test_every_row_is_well_formed_and_cited() -> None:
+    ids: set[str] = set()
+    for path in sorted(ROWS.glob("*.csv")):
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle)
+            assert next(reader) == HEADER, path.name
+            for n, row in enumerate(reader, start=2):
+                record = dict(zip(HEADER, row))
+                where = f"{path.name}:{n}"
+                assert len(row) == len(HEADER), where
+                assert record["id"] not in ids, where
+                ids.add(record["id"])
+                assert record["metric"] in METRICS, where
+                assert float(record["value"]) > 0, where
+                source = record["source"]
+                assert _GITHUB.match(source) or source.startswith(("https://", "http://")), where
+                assert record["quote"].strip(), f"{where}: no verbatim quote"
+
+
+def test_the_set_covers_what_the_issue_asks(scored: tuple[list[v.Prediction], list[v.Group]]) -> None:
+    predictions, _ = scored
+    rows = [p.row for p in predictions]
+    assert len(rows) >= 150
+    families = {r["source"].split("@")[0] if r["source"].startswith("github:") else r["source"].split("/")[2]
+                for r in rows}
+    assert len(families) >= 4, families
+    scored_rows = [p for p in predictions if p.error is not None]
+    assert {p.arch for p in scored_rows} >= {"MHA", "GQA", "MoE", "MLA"}
+    assert len({p.row["gpu"] for p in scored_rows}) >= 3
+    assert {p.row["metric"] for p in scored_rows} >= {"decode_step", "ttft", "static_throughput"}
+
+
+def test_no_group_is_worse_than_recorded(scored: tuple[list[v.Prediction], list[v.Group]]) -> None:
+    _, groups = scored
+    recorded = json.loads((REPO / "validation" / "baseline.json").read_text(encoding="utf-8"))
+    assert v.compare(groups, recorded) == []
+    assert {g.name for g in groups} == set(recorded), "a group appeared or vanished: re-record the baseline"
+
+
+def test_the_roofline_floor_is_never_above_a_measurement(scored: tuple[list[v.Prediction], list[v.Group]]) -> None:
+    predictions, _ = scored
+    floors = [p for p in predictions if p.floor is not None]
+    assert floors
+    assert [p.row.id for p in floors if p.floor > p.measured] == []
+
+
+def test_fidelity_report_is_current(scored: tuple[list[v.Prediction], list[v.Group]]) -> None:
+    predictions, groups = scored
+    before = json.loads((REPO / "validation" / "before.json").read_text(encoding="utf-8"))
+    expected = v.render(groups, predictions, before)
+    # on a physics change: plan validate validation/rows --before validation/before.json -o docs/fidelity.md
+    assert (REPO / "docs" / "fidelity.md").read_text(encoding="utf-8") == expected
+
+
+def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text(",".join(HEADER) + "\n"
+                                      + "x,decode_step,abc,ms,nosuch-model,,h200,1,1,1,,vllm,,bf16,,,1,1,1,,https://e,,q\n"
+                                      + "y,decode_step,5,ms,llama-3.1-8b,,h200,1,1,1,,vllm,,bf16,,,1,1; import,1,,https://e,,q\n",
+                                      encoding="utf-8")
+    rows, problems = v.load_rows(tmp_path)
+    predictions = {p.row.id: p for p in v.predict(rows)}
+    assert predictions["x"].problem == "value is not a number"
+    assert predictions["y"].problem == "parallelism, batch or lengths are not whole numbers"
