@@ -1,8 +1,13 @@
 """The `plan` command: compile, check and compare plans.
 
-Contract: exit codes 0 ok, 1 a check failed, 2 invalid plan or usage. Diagnostics go to stderr
+Contract: exit codes 0 ok, 1 a check failed, 2 invalid plan or usage, 3 an internal error (a
+bug in the compiler: any exception that escapes a command is reported as
+`plan: internal error: <type>: <message>` and a line asking for a bug report, never as a
+traceback and never as exit 1, which CI reads as "a check failed"). Diagnostics go to stderr
 (human by default, `--format json` or `--short` otherwise); a report is written only when the
-plan has no errors. Heavy libraries are imported only on the paths that need them.
+plan has no errors. `-` as FILE reads the plan from standard input. Text from the plan printed
+to the terminal goes through `terminal_safe` (no control characters). Heavy libraries are
+imported only on the paths that need them.
 """
 
 from __future__ import annotations
@@ -33,7 +38,34 @@ Examples:
 """
 
 
-@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+INTERNAL_ERROR = 3
+
+
+class _Plan(click.Group):
+    """The command group, with the net for internal errors: an exception that escapes a
+    command (a bug: bad input is a diagnostic) is one line naming it and exit 3."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last net: report, never a traceback
+            internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> None:
+    """Report an exception that escaped a command, and exit 3."""
+    from .render_diagnostics import terminal_safe
+
+    message = terminal_safe(str(exc), 300, newlines=False)
+    click.echo(f"plan: internal error: {type(exc).__name__}: {message}", err=True)
+    click.echo(f"plan: this is a bug in plan {__version__}, not in your plan; please report it "
+               "with the command and the plan that triggered it", err=True)
+    sys.exit(INTERNAL_ERROR)
+
+
+@click.group(cls=_Plan, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="plan")
 def main() -> None:
     """plan: a compiler for ML-inference capacity plans.
@@ -72,7 +104,8 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None
     """Compile FILE into a design document."""
     from .pipeline import compile_plan
 
-    target = output if output is not None else Path(plan_file.stem + "." + fmt)
+    stem = "stdin" if str(plan_file) == "-" else plan_file.stem
+    target = output if output is not None else Path(stem + "." + fmt)
     if figures and (fmt != "md" or str(target) == "-"):
         raise click.UsageError("--figures writes SVG files beside a Markdown report: use it with --format md and "
                                "-o FILE (HTML and PDF carry their figures inline)")
@@ -172,12 +205,13 @@ def check(plan_file: Path, diag_fmt: str) -> None:
     _diagnostics(result, diag_fmt)
     if not result.ok:
         sys.exit(2)
+    from .render_diagnostics import terminal_safe
     from .report.view import build_document
 
     for c in build_document(result).checks:
         verdict = "pass" if c.holds else "FAIL"
         detail = (f": {c.left} vs {c.right}" if c.left else "") + (f", margin {c.margin}" if c.margin else "")
-        click.echo(f"{verdict}  {c.label}{detail}  ({c.location})")
+        click.echo(terminal_safe(f"{verdict}  {c.label}{detail}  ({c.location})", None, newlines=False))
     sys.exit(result.exit_code)
 
 

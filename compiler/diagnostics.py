@@ -118,12 +118,19 @@ FILE_IS_DIRECTORY = Code("E0002", "path is a directory", "`{path}` is a director
 FILE_NOT_UTF8 = Code("E0003", "file is not UTF-8", "`{path}` is not valid UTF-8 ({detail})")
 FILE_EMPTY = Code("E0004", "empty plan", "`{path}` contains no declarations")
 FILE_UNREADABLE = Code("E0005", "file cannot be read", "cannot read `{path}`: {detail}")
+FILE_TOO_LARGE = Code("E0006", "file too large", "`{path}` is too large to be a plan ({detail})")
+FILE_NOT_REGULAR = Code("E0007", "not a regular file", "`{path}` is not a regular file ({detail})")
 # Syntax
 UNEXPECTED_TOKEN = Code("E0101", "unexpected token", "expected {expected}, found {found}")
 UNEXPECTED_EOF = Code("E0102", "unexpected end of file", "unexpected end of file: {expected}")
 UNTERMINATED_STRING = Code("E0103", "unterminated string", "unterminated string literal")
 BAD_NUMBER = Code("E0104", "malformed number", "malformed number `{text}`")
 UNEXPECTED_CHARACTER = Code("E0105", "unexpected character", "unexpected character `{char}`")
+NUMBER_TOO_LONG = Code("E0106", "number literal too long", "a number literal may have at most {limit} digits")
+EXPONENT_TOO_LARGE = Code("E0107", "exponent too large", "a number's exponent may be at most {limit} in magnitude")
+STRING_TOO_LONG = Code("E0108", "string too long", "a string may be at most {limit:,} characters long")
+LINE_TOO_LONG = Code("E0109", "line too long", "line {line} is longer than {limit:,} characters")
+TOO_DEEP = Code("E0110", "nested too deeply", "the syntax is nested more than {limit} levels deep")
 # Names, kinds and imports
 UNKNOWN_NAME = Code("E0201", "unknown name", "unknown name `{name}`")
 DUPLICATE_NAME = Code("E0202", "duplicate declaration", "`{name}` is declared more than once")
@@ -133,6 +140,7 @@ IMPORT_NOT_FOUND = Code("E0205", "import not found", "cannot find plan `{path}` 
 IMPORT_OUTSIDE = Code("E0206", "import outside allowed roots", "import `{path}` leaves the allowed directories")
 IMPORT_CYCLE = Code("E0207", "import cycle", "import cycle: {cycle}")
 NOT_A_KIND = Code("E0208", "not a kind", "`{name}` is not a kind")
+IMPORT_TOO_DEEP = Code("E0210", "imports nested too deeply", "imports are nested more than {limit} deep")
 BAD_BASE = Code("E0209", "bad base instance", "`{name}` cannot be the base of a `{kind}`: {reason}")
 # Types and units
 UNKNOWN_UNIT = Code("E0301", "unknown unit", "unknown unit `{unit}`")
@@ -147,10 +155,12 @@ DIVISION_BY_ZERO = Code("E0402", "division by zero", "division by zero while eva
 OVERFLOW = Code("E0403", "numeric overflow", "`{name}` overflows ({detail})")
 IMPOSSIBLE_VALUE = Code("E0404", "physically impossible value", "{message}")
 NOT_A_NUMBER = Code("E0405", "undefined value", "`{name}` has no defined value ({detail})")
+UNDERFLOW = Code("E0406", "numeric underflow", "`{name}` underflows ({detail})")
 # Questions
 CHECK_NOT_COMPARISON = Code("E0502", "check is not a comparison", "a `check` needs a comparison, found {found}")
 QUESTION_INVALID = Code("E0503", "question cannot be evaluated", "{message}")
 UNDERDETERMINED = Code("E0504", "under-determined question", "`{name}` is not determined by this question")
+QUESTION_TOO_LARGE = Code("E0506", "question too large", "{count} points to evaluate (limit {limit})")
 INFEASIBLE = Code("W0505", "infeasible question", "no value of `{unknown}` satisfies the constraint: {detail}", W)
 
 # Importing Hugging Face config.json files (`plan import-hf`)

@@ -156,6 +156,8 @@ _LOAD_CODES = {
     LoadProblem.DIRECTORY: dx.FILE_IS_DIRECTORY,
     LoadProblem.NOT_UTF8: dx.FILE_NOT_UTF8,
     LoadProblem.UNREADABLE: dx.FILE_UNREADABLE,
+    LoadProblem.TOO_LARGE: dx.FILE_TOO_LARGE,
+    LoadProblem.NOT_REGULAR: dx.FILE_NOT_REGULAR,
 }
 _LOAD_HELP = {
     LoadProblem.MISSING: "check the path; `plan import-hf` reads a local config.json and never the network "
@@ -163,6 +165,8 @@ _LOAD_HELP = {
     LoadProblem.DIRECTORY: "name the config.json inside it: `DIR/config.json`",
     LoadProblem.NOT_UTF8: "save the file as UTF-8",
     LoadProblem.UNREADABLE: "check the file's permissions",
+    LoadProblem.TOO_LARGE: "a config.json is a few kilobytes; is this the right file?",
+    LoadProblem.NOT_REGULAR: "save the config to a file first and name that file",
 }
 
 
@@ -176,9 +180,19 @@ def _load(path: Path, shown: str, sink: dx.Sink) -> SourceFile | None:
     return file
 
 
+def _parse_int(text: str) -> int | float:
+    """A JSON integer; one too long to convert (Python refuses more than 4,300 digits, and no
+    config field has more than 20) is read as a float, so that it is reported as a bad value
+    (`Infinity`) on its field rather than raising."""
+    return int(text) if len(text) <= 100 else float(text)
+
+
+_DECODER = json.JSONDecoder(parse_int=_parse_int)
+
+
 def _parse(file: SourceFile, shown: str, sink: dx.Sink) -> dict[str, Any] | None:
     try:
-        data = json.loads(file.text)
+        data = _DECODER.decode(file.text)
     except json.JSONDecodeError as exc:
         end = min(exc.pos + 1, len(file.text))
         before = file.text[: exc.pos].rstrip(_WHITESPACE)
@@ -197,7 +211,9 @@ def _parse(file: SourceFile, shown: str, sink: dx.Sink) -> dict[str, Any] | None
             ))
         return None
     except RecursionError:
-        sink.add(dx.HF_NOT_JSON.at(Span(file, 0, 0), "", path=shown, detail="nested too deeply"))
+        sink.add(dx.HF_NOT_JSON.at(Span(file, 0, 0), "", path=shown, detail="nested too deeply",
+                                   help="a config.json is an object of names and values a few levels deep; "
+                                        "is this the right file?"))
         return None
     if not isinstance(data, dict):
         start = _skip_ws(file.text, 0)
@@ -225,7 +241,7 @@ def _skip_ws(text: str, i: int) -> int:
 def _top_level_spans(text: str) -> dict[str, _Entry]:
     """Where each key of the (valid) top-level object and its value are; the last duplicate wins,
     as in `json.loads`."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     entries: dict[str, _Entry] = {}
     i = _skip_ws(text, 0) + 1  # past `{`
     i = _skip_ws(text, i)

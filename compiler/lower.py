@@ -5,7 +5,10 @@ Contract
   arithmetic on the IR: rationals (`Fraction`) stay exact through `+ - * /`, integer powers,
   `min`/`max`/`ceil`/`floor`; `sqrt`, `log`, `exp` and fractional powers give floats. A division
   by zero, the log of a non-positive number, the square root of a negative, a value beyond float
-  range — each is a diagnostic on the operation that caused it, never an exception.
+  range, a power closer to zero than 1e-400 (`1e-400 ^ 2`: exact values stay exact below
+  the smallest float, but not at any size), a float divided by a rational
+  too small for a float (`sqrt(2) / 1e-400`) — each is a diagnostic on the operation that caused
+  it, never an exception.
 - The symbolic form is sympy: every node has a `Symbol` with a generated safe name (`q0`, `q1`,
   ...; never user text) and `local(node)`, its expression over the symbols of the nodes it
   references, built from the IR with sympy constructors (no `sympify`, `parse_expr` or `eval`).
@@ -39,6 +42,7 @@ Number = Union[Fraction, float]
 Value = Union[Fraction, float, bool]
 FLOAT_MAX = 1.7976931348623157e308
 _FLOAT_MAX_FRACTION = Fraction(FLOAT_MAX)
+_FLOAT_MIN_FRACTION = Fraction(2.2250738585072014e-308)  # the smallest normal float
 _MAX_POWER_DIGITS = 400  # exact powers beyond 10^400 are overflows anyway
 _MAX_EXACT_DIGITS = 1000  # an exact power with more digits than this is taken in floating point
 
@@ -171,7 +175,13 @@ def evaluate(expr: ir.Expr, values: dict[str, Value]) -> Value:
             return left
         return bool(evaluate(expr.args[1], values))
     args = [evaluate(a, values) for a in expr.args]
-    return _check_range(_apply(expr, args), expr.span)
+    try:
+        result = _apply(expr, args)
+    except ZeroDivisionError:  # a float divided by a rational too small for a float
+        raise EvalError(expr.span, "overflow", "the quotient is beyond ±1.8e308") from None
+    except OverflowError:  # a rational too large for a float, met by a float
+        raise EvalError(expr.span, "overflow", "beyond ±1.8e308") from None
+    return _check_range(result, expr.span)
 
 
 def _apply(expr: ir.Op, a: list[Any]) -> Value:
@@ -203,9 +213,15 @@ def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
     if isinstance(exponent, Fraction) and exponent.denominator == 1 and isinstance(base, Fraction):
         if base == 0 and exponent < 0:
             raise EvalError(expr.args[0].span, "division by zero", "zero to a negative power")
-        magnitude = abs(exponent) * math.log10(abs(base)) if base not in (0, 1, -1) else 0
+        # the power's order of magnitude, from the rational's integers (a float of a tiny or huge
+        # base would be 0 or inf): the exact power is computed only when it is within range
+        magnitude = float(exponent) * _log10(base) if base not in (0, 1, -1) else 0
         if magnitude > _MAX_POWER_DIGITS:
             raise EvalError(expr.span, "overflow", "the power is beyond ±1.8e308")
+        if magnitude < -_MAX_POWER_DIGITS:
+            if abs(base) < _FLOAT_MIN_FRACTION:  # the base itself is below the float range
+                raise EvalError(expr.span, "underflow", f"the power is closer to zero than 1e-{_MAX_POWER_DIGITS}")
+            return 0.0  # a float power underflows to zero, as IEEE arithmetic does: (1 − k/E)^T at large T
         digits = abs(exponent) * max(len(str(base.numerator)), len(str(base.denominator)))
         if digits <= _MAX_EXACT_DIGITS:
             return base ** int(exponent)
@@ -218,6 +234,11 @@ def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
         return float(base) ** float(exponent)
     except (OverflowError, ZeroDivisionError) as exc:
         raise EvalError(expr.span, "overflow", str(exc)) from None
+
+
+def _log10(x: Fraction) -> float:
+    """log10 |x| of a non-zero rational, however large or small."""
+    return math.log10(abs(x.numerator)) - math.log10(x.denominator)
 
 
 def _transcendental(expr: ir.Op, x: Number, *rest: Number) -> Number:
@@ -307,12 +328,14 @@ _HELP = {
     "division by zero": "check the inputs this divisor is computed from; none may be zero",
     "overflow": "check the magnitudes and units of the inputs",
     "not a real number": "check the signs of the inputs",
+    "underflow": "check the magnitudes and units of the inputs",
 }
 
 
 def _diagnostic(name: str, declared: Span, exc: EvalError) -> dx.Diagnostic:
-    code = {"division by zero": dx.DIVISION_BY_ZERO, "overflow": dx.OVERFLOW}.get(exc.kind, dx.NOT_A_NUMBER)
-    label = {"division by zero": "this is zero", "overflow": "too large"}.get(exc.kind, exc.detail)
+    code = {"division by zero": dx.DIVISION_BY_ZERO, "overflow": dx.OVERFLOW,
+            "underflow": dx.UNDERFLOW}.get(exc.kind, dx.NOT_A_NUMBER)
+    label = {"division by zero": "this is zero", "overflow": "too large", "underflow": "too small"}.get(exc.kind, exc.detail)
     secondary = [dx.Label(declared, "while evaluating this")] if declared != exc.span else []
     return code.at(exc.span, label, name=name, detail=exc.detail, secondary=secondary, help=_HELP[exc.kind])
 

@@ -31,6 +31,12 @@ Contract
     file) gets one caret at its column — one past the last character at a line's end.
   * Columns count characters (code points); tabs are shown as 4 spaces and the underline
     is shifted and widened to match. A trailing `\\r` (CRLF files) is not shown.
+  * Nothing from the plan reaches the terminal raw: every control character (an ESC that
+    would start a terminal sequence, a BEL, a bidirectional override) in a source line, a
+    message, a label, a help or a note is shown as one visible stand-in (`␛`, `␇`, `�`), so
+    columns still line up; a source line longer than `MAX_SHOWN_LINE` characters is shown as a
+    window around its labels with `…` where it is cut, and a message, label or note longer
+    than `MAX_SHOWN_TEXT` is cut with `…`.
   * A diagnostic without a primary label is just its header plus help and notes; its
     secondary labels are not shown.
   * `color=True` adds ANSI escapes: `error[...]`/`warning[...]` and the primary carets in
@@ -52,6 +58,7 @@ Contract
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -64,6 +71,30 @@ JSONValue: TypeAlias = "str | int | None | list[JSONValue] | dict[str, JSONValue
 TAB_WIDTH = 4
 NEARBY_LINES = 3
 JSON_VERSION = 1
+MAX_SHOWN_LINE = 160
+MAX_SHOWN_TEXT = 400
+_ELLIPSIS = "…"
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional embeddings,
+# overrides and isolates (which reorder what a terminal shows)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str, limit: int | None = MAX_SHOWN_TEXT, *, newlines: bool = True) -> str:
+    """`text` with every control character replaced by a visible stand-in of one character
+    (`\\x1b` → `␛`; a C1 control or a bidirectional override → `�`), cut to `limit`
+    characters with `…`. With `newlines=False` a newline is a stand-in too."""
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + _ELLIPSIS
+    if not newlines:
+        text = text.replace("\n", "\u2424")
+    return _CONTROL.sub(_stand_in, text)
+
+
+def _stand_in(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else "\ufffd"
 
 _RESET = "\x1b[0m"
 _BOLD_RED = "\x1b[1;31m"
@@ -175,7 +206,7 @@ def _render_block(diag: Diagnostic, style: _Style) -> str:
 
 
 def _header(diag: Diagnostic, style: _Style) -> str:
-    return f"{style.severity(f'{diag.severity.value}[{diag.code}]')}: {diag.message}"
+    return f"{style.severity(f'{diag.severity.value}[{diag.code}]')}: {terminal_safe(diag.message, newlines=False)}"
 
 
 def _empty_gutter(width: int, style: _Style) -> str:
@@ -184,38 +215,62 @@ def _empty_gutter(width: int, style: _Style) -> str:
 
 def _render_snippet(snippet: _Snippet, width: int, style: _Style) -> list[str]:
     rows = [
-        f"{' ' * width}{style.gutter(snippet.intro)} {snippet.anchor.location()}",
+        f"{' ' * width}{style.gutter(snippet.intro)} {terminal_safe(snippet.anchor.location(), newlines=False)}",
         _empty_gutter(width, style),
     ]
     for line in snippet.lines():
-        rows.append(_source_row(snippet.anchor.file, line, width, style))
-        rows.extend(_mark_row(m, width, style) for m in snippet.marks if m.label.span.line == line)
+        marks = [m for m in snippet.marks if m.label.span.line == line]
+        window = _window(snippet.anchor.file, line, marks)
+        rows.append(_source_row(snippet.anchor.file, line, width, style, window))
+        rows.extend(_mark_row(m, width, style, window) for m in marks)
     return rows
 
 
-def _source_row(file: SourceFile, line: int, width: int, style: _Style) -> str:
-    text = _expand_tabs(_line_text(file, line))
+def _window(file: SourceFile, line: int, marks: Sequence[_Mark]) -> tuple[int, int]:
+    """The characters [start, end) of a line that are shown: all of it, or, for a line longer
+    than MAX_SHOWN_LINE, a window that starts a little before its first label."""
+    size = len(_line_text(file, line))
+    if size <= MAX_SHOWN_LINE:
+        return 0, size
+    first = min(file.line_col(m.label.span.start)[1] - 1 for m in marks) if marks else 0
+    start = max(0, min(first - 20, size - MAX_SHOWN_LINE))
+    return start, min(size, start + MAX_SHOWN_LINE)
+
+
+def _source_row(file: SourceFile, line: int, width: int, style: _Style, window: tuple[int, int]) -> str:
+    full = _line_text(file, line)
+    start, end = window
+    text = _expand_tabs(terminal_safe(full[start:end], None, newlines=False))
+    if start > 0:
+        text = _ELLIPSIS + text
+    if end < len(full):
+        text += _ELLIPSIS
     gutter = style.gutter(f"{line:>{width}} |")
     return f"{gutter} {text}" if text else gutter
 
 
-def _mark_row(mark: _Mark, width: int, style: _Style) -> str:
-    indent, length = _underline_extent(mark.label.span)
+def _mark_row(mark: _Mark, width: int, style: _Style, window: tuple[int, int] | None = None) -> str:
+    indent, length = _underline_extent(mark.label.span, window)
     marks = ("^" if mark.primary else "-") * length
-    text = f"{marks} {mark.label.text}" if mark.label.text else marks
+    label = terminal_safe(mark.label.text, newlines=False)
+    text = f"{marks} {label}" if label else marks
     painted = style.severity(text) if mark.primary else style.gutter(text)
     return f"{_empty_gutter(width, style)} {' ' * indent}{painted}"
 
 
-def _underline_extent(span: Span) -> tuple[int, int]:
-    """Display (indent, length) of the underline for `span` on its first line."""
+def _underline_extent(span: Span, window: tuple[int, int] | None = None) -> tuple[int, int]:
+    """Display (indent, length) of the underline for `span` on its first line (within the
+    window of the line that is shown)."""
     line, start_col = span.file.line_col(span.start)
     text = _line_text(span.file, line)
     end_line, end_col = span.file.line_col(span.end)
     if end_line != line:
         end_col = len(text) + 1
-    indent = _display_width(text[: start_col - 1])
-    length = _display_width(text[start_col - 1 : end_col - 1])
+    lo, hi = window if window is not None else (0, len(text))
+    first = min(max(start_col - 1, lo), hi)
+    last = max(min(end_col - 1, hi), first)
+    indent = (1 if lo > 0 else 0) + _display_width(text[lo:first])  # past a leading `…`
+    length = _display_width(text[first:last])
     return indent, max(1, length)
 
 
@@ -240,7 +295,7 @@ def _footer_row(kind: str, text: str, width: int, style: _Style) -> str:
     """`= help: text`, continuation lines aligned under the text."""
     prefix = f"{' ' * width} {style.gutter('=')} {kind}: "
     hanging = "\n" + " " * (width + len(f" = {kind}: "))
-    return prefix + hanging.join(text.split("\n"))
+    return prefix + hanging.join(terminal_safe(text).split("\n"))
 
 
 def _summary(diags: Sequence[Diagnostic]) -> str:
@@ -259,7 +314,8 @@ def _plural(count: int, word: str) -> str:
 def _short_line(diag: Diagnostic) -> str:
     location = f"{diag.primary.span.location()}: " if diag.primary else ""
     hint = f" (help: {diag.help})" if diag.help is not None else ""
-    return f"{location}{diag.severity.value}[{diag.code}]: {diag.message}{hint}"
+    return terminal_safe(f"{location}{diag.severity.value}[{diag.code}]: {diag.message}{hint}",
+                         MAX_SHOWN_TEXT * 2, newlines=False)
 
 
 # --- JSON form -----------------------------------------------------------------------------

@@ -44,7 +44,16 @@ from .syntax import ast
 MAX_DOUBLINGS = 80
 LIMIT_TOLERANCE = 1e-9  # relative: where a constraint stops holding, for quantities that are not counted
 ROOT_TOLERANCE = 1e-12  # relative: where the two sides of an equation cross
-MAX_SEARCH = 1_000_000
+MAX_POINTS = 1_000_000
+"""The most variants one question may evaluate, whatever its kind (search, sweep, compare,
+scenario), checked from the domains' sizes before a single point is built."""
+MAX_SEARCH = MAX_POINTS  # the name searches used before the cap was shared
+EXACT_POINTS = 64
+"""A sweep or comparison of up to this many points is evaluated exactly, point by point (a table
+a person reads); a larger one with numeric axes is evaluated vectorised, as a search is."""
+MAX_TABLE_ROWS = 1_000
+"""The most rows a sweep's table lists; a larger sweep lists evenly spaced points (every point
+is evaluated, and the notes say how many)."""
 
 
 # ---- answers ------------------------------------------------------------------------------
@@ -587,18 +596,77 @@ class _Solver:
         return [f"the same constraints decide {headline} as in the baseline: " + ", ".join(same)] if same else []
 
     def points(self, domain: ast.Domain, lowered: Lowered) -> list[ast.Expr] | None:
+        bounds = self.range_of(domain, lowered)
+        if bounds is None:
+            return None
+        if isinstance(bounds, list):
+            return bounds
+        lo, hi, step, dim = bounds
+        values = _range_points(lo, hi, step)
+        return [_number_like(domain.low, v, dim) for v in values]  # type: ignore[arg-type]
+
+    def range_of(self, domain: ast.Domain, lowered: Lowered) -> list[ast.Expr] | tuple[float, float, str, Any] | None:
+        """A domain's list of values, or a range's checked ends (low, high, step, dimension):
+        both ends evaluate to finite numbers, the low end first, a log-stepped range starting
+        above zero. Nothing is built here, so the size can be checked first (`domain_size`)."""
         if domain.values is not None:
+            for v in domain.values:
+                if (isinstance(v, ast.Number) or _is_neg_number(v)) and not _finite_literal(v, lowered):
+                    self.sink.add(dx.BAD_RANGE.at(v.span, "beyond ±1.8e308", message="a value of the domain is not a finite number",
+                                                  help="write values within about 1e±308"))
+                    return None
             return list(domain.values)
         assert domain.low is not None and domain.high is not None
         lo_v, hi_v = (self.expr_in(e, lowered) for e in (domain.low, domain.high))
         if lo_v is None or hi_v is None:
             return None
-        lo, hi = evaluate(lo_v, lowered.values), evaluate(hi_v, lowered.values)
-        values = _range_points(float(lo), float(hi), domain.step or "linear")
-        return [_number_like(domain.low, v, lo_v.dim) for v in values]
+        step = domain.step or "linear"
+        ends = []
+        for end, name in ((lo_v, "low"), (hi_v, "high")):
+            try:
+                value = float(evaluate(end, lowered.values))
+            except EvalError as exc:
+                self.sink.add(dx.BAD_RANGE.at(exc.span, exc.detail, message=f"the range's {name} end has no value ({exc.kind})",
+                                              help="write both ends as numbers within about 1e±308"))
+                return None
+            except (OverflowError, TypeError, ValueError):
+                value = math.inf
+            if not math.isfinite(value):
+                self.sink.add(dx.BAD_RANGE.at(end.span, "beyond ±1.8e308", message=f"the range's {name} end is not a finite number",
+                                              help="write both ends as numbers within about 1e±308"))
+                return None
+            ends.append(value)
+        lo, hi = ends
+        if lo > hi:
+            self.sink.add(dx.BAD_RANGE.at(domain.span, "empty range", message="the range is empty: its low end is above its high end",
+                                          help="write the low end first: `1 .. 512`"))
+            return None
+        if step != "linear" and lo <= 0:
+            self.sink.add(dx.BAD_RANGE.at(lo_v.span, "not above zero", message=f"a `{step}` range must start above zero",
+                                          help="start the range at a positive value, e.g. `1 .. 512 log2`, or step it `linear`"))
+            return None
+        return lo, hi, step, lo_v.dim
+
+    def sized(self, q: ast.Question, domains: list[ast.Domain]) -> list[list[ast.Expr] | tuple[float, float, str, Any]] | None:
+        """Every domain's ends, checked, and their product against the shared cap, before any
+        point exists."""
+        bounds = []
+        for d in domains:
+            b = self.range_of(d, self.base)
+            if b is None:
+                return None
+            bounds.append(b)
+        total = math.prod(len(b) if isinstance(b, list) else _range_size(*b[:3]) for b in bounds)
+        if total > MAX_POINTS:
+            self.sink.add(dx.QUESTION_TOO_LARGE.at(q.span, "too many points", count=f"{total:,}", limit=f"{MAX_POINTS:,}",
+                                                   help="narrow the domains or use coarser steps (`log2`, `log10`)"))
+            return None
+        return bounds
 
     def table(self, q: ast.Question, subject: ast.Path, domains: list[ast.Domain], kind: str,
               plot: ast.Plot | None) -> TableAnswer | None:
+        if self.sized(q, domains) is None:
+            return None
         targets, axes = [], []
         for d in domains:
             t = self.target(d.target, subject)
@@ -612,6 +680,11 @@ class _Solver:
             return None
         title = " × ".join(f"{t[1]}" for t in targets)
         table = TableAnswer(q, kind, title, [], [])
+        total = math.prod(len(a) for a in axes)
+        numeric = [f"{t[0]}.{t[1]}" in self.nodes and all(isinstance(p, ast.Number) or _is_neg_number(p) for p in pts)
+                   for t, pts in zip(targets, axes)]
+        if total > EXACT_POINTS and any(numeric):
+            return self._vector_table(q, table, targets, axes, numeric, columns_exprs)
         for combo in itertools.product(*axes):
             overrides = dict(zip(targets, combo))
             variant = self.variant(overrides, q.span)
@@ -625,6 +698,76 @@ class _Solver:
             table.rows.append((label, [c[3] for c in cols]))
             table.evaluated += 1
         return table
+
+    def _vector_table(self, q: ast.Question, table: TableAnswer, targets: list[tuple[str, str]],
+                      axes: list[list[ast.Expr]], numeric: list[bool], columns_exprs: list[ast.Expr]) -> TableAnswer:
+        """A large sweep: each combination of its static axes (an enum member, an instance) is a
+        variant of the plan; over its numeric axes every point is evaluated in one vectorised
+        pass, as a search is (float64; a point that breaks a requirement of the kinds is a row
+        without values). At most MAX_TABLE_ROWS evenly spaced rows are listed."""
+        import numpy as np
+
+        from .vector import evaluate as vec_eval
+        from .vector import evaluate_many, needed
+
+        static = [k for k, is_num in enumerate(numeric) if not is_num]
+        nums = [k for k, is_num in enumerate(numeric) if is_num]
+        num_shape = tuple(len(axes[k]) for k in nums)
+        n = math.prod(num_shape)
+        blocks: dict[tuple[int, ...], tuple[list[Any], Any] | None] = {}
+        for combo in itertools.product(*(range(len(axes[k])) for k in static)):
+            variant = self.variant({targets[k]: axes[k][i] for k, i in zip(static, combo)}, q.span)
+            if variant is None:
+                blocks[combo] = None
+                continue
+            cols = self._evaluate_columns(columns_exprs, variant)
+            if not table.columns:
+                table.columns = [(c[0], c[1], c[2]) for c in cols]
+            exprs = self._column_irs(columns_exprs, variant)
+            grids = np.meshgrid(*[np.array([float(_literal_value(p, variant)) for p in axes[k]]) for k in nums], indexing="ij")
+            fixed = {f"{targets[k][0]}.{targets[k][1]}": g.ravel() for k, g in zip(nums, grids)}
+            live = [e for e in exprs if e is not None]
+            vals = evaluate_many(variant.elaborated, variant.values, fixed,
+                                 needed(variant.elaborated, live + [r.expr for r in variant.elaborated.requirements]) | set(fixed))
+            valid = self._valid_points(vals, n, variant)
+            if not valid.all() and not self.sink.has_errors:  # as an exactly evaluated point would be
+                at = int(np.argmin(valid))
+                point = ", ".join(_label(axes[k][i]) for k, i in zip(nums, np.unravel_index(at, num_shape)))
+                self.sink.add(dx.QUESTION_INVALID.at(q.span, "this variant is not a valid plan",
+                                                     message=f"a requirement of the plan fails at {point}",
+                                                     help="check the values this question sets"))
+            columns = [None if e is None else np.broadcast_to(np.asarray(vec_eval(e, vals)), (n,)) for e in exprs]
+            blocks[combo] = (columns, valid)
+            table.evaluated += int(valid.sum())
+        total = math.prod(len(a) for a in axes)
+        shown = sorted({round(k * (total - 1) / (MAX_TABLE_ROWS - 1)) for k in range(MAX_TABLE_ROWS)}) \
+            if total > MAX_TABLE_ROWS else range(total)
+        shape = tuple(len(a) for a in axes)
+        width = max(len(table.columns), 1)
+        for flat in shown:
+            idx = np.unravel_index(flat, shape)
+            label = ", ".join(_label(axes[k][i]) for k, i in enumerate(idx))
+            block = blocks.get(tuple(int(idx[k]) for k in static))
+            at = int(np.ravel_multi_index(tuple(int(idx[k]) for k in nums), num_shape)) if nums else 0
+            if block is None or not block[1][at]:
+                table.rows.append((label, [None] * width))
+                continue
+            table.rows.append((label, [None if c is None else _plain(c[at]) for c in block[0]]))
+        table.notes.append(f"{total:,} points, evaluated vectorised in float64"
+                           + (f"; {len(shown):,} evenly spaced points are listed" if total > MAX_TABLE_ROWS else ""))
+        return table
+
+    def _column_irs(self, exprs: list[ast.Expr], lowered: Lowered) -> list[ir.Expr | None]:
+        """The IR of a table's columns in a variant: its summary and checks, or the plotted paths."""
+        if not exprs:
+            el = lowered.elaborated
+            return [*el.summary, *(c.expr for c in el.checks)]
+        out: list[ir.Expr | None] = []
+        for e in exprs:
+            value = self.expr_in(e, lowered)
+            if value is not None:
+                out.append(value)
+        return out
 
     def _columns(self, subject: ast.Path, plot: ast.Plot | None) -> list[ast.Expr] | None:
         if plot is None or not plot.axes:
@@ -691,6 +834,8 @@ class _Solver:
         return self._search_table(q, target_t, static_axes, numeric_axes, shape, blocks, plot_axes)
 
     def _search_axes(self, q: ast.SearchStmt) -> tuple[list[Any], list[Any]] | None:
+        if self.sized(q, list(q.domains)) is None:
+            return None
         static_axes: list[tuple[tuple[str, str], list[ast.Expr]]] = []
         numeric_axes: list[tuple[str, list[ast.Expr]]] = []
         for d in q.domains:
@@ -703,12 +848,6 @@ class _Solver:
                 numeric_axes.append((node_id, pts))
             else:
                 static_axes.append((t, pts))
-        total = math.prod(len(p) for _, p in static_axes) * math.prod(len(p) for _, p in numeric_axes)
-        if total > MAX_SEARCH:
-            self.sink.add(dx.QUESTION_INVALID.at(q.span, "too many configurations",
-                                                 message=f"{total:,} configurations (limit {MAX_SEARCH:,})",
-                                                 help="narrow the domains or use coarser steps"))
-            return None
         return static_axes, numeric_axes
 
     def _search_table(self, q: ast.SearchStmt, target_t: tuple[str, str], static_axes: list[Any],
@@ -830,16 +969,17 @@ class _Solver:
 # ---- exact probing of one unknown ---------------------------------------------------------
 
 
-    def _valid_points(self, vals: dict[str, Any], n: int) -> Any:
+    def _valid_points(self, vals: dict[str, Any], n: int, lowered: Lowered | None = None) -> Any:
         """Which of n vectorised points keep every requirement of the plan's kinds."""
         import numpy as np
 
         from .vector import evaluate as evaluate_vector
 
-        env = {**self.base.values, **vals}
+        lowered = lowered or self.base
+        env = {**lowered.values, **vals}
         valid = np.ones(n, dtype=bool)
         with np.errstate(all="ignore"):
-            for r in self.base.elaborated.requirements:
+            for r in lowered.elaborated.requirements:
                 try:
                     holds = np.asarray(evaluate_vector(r.expr, env))
                 except (ArithmeticError, TypeError, ValueError, KeyError):
@@ -1173,23 +1313,42 @@ def _label(e: ast.Expr) -> str:
     return " ".join(e.span.text.split())
 
 
+def _range_size(lo: float, hi: float, step: str) -> int:
+    """How many points `_range_points` gives, without building them (ends already checked:
+    finite, lo <= hi, lo > 0 for a log step)."""
+    if step in ("log2", "log10"):
+        base = 2 if step == "log2" else 10
+        return int(math.floor((math.log(hi) - math.log(lo)) / math.log(base) + 1e-9)) + 1
+    if lo.is_integer() and hi.is_integer() and 0 <= hi - lo <= 10_000:
+        return int(hi - lo) + 1
+    return 17
+
+
 def _range_points(lo: float, hi: float, step: str) -> list[float]:
-    if step == "log2":
+    if step in ("log2", "log10"):
+        assert lo > 0, "a log-stepped range starts above zero (checked by range_of)"
+        factor = 2 if step == "log2" else 10
         out, x = [], lo
         while x <= hi * (1 + 1e-12):
             out.append(x)
-            x *= 2
-        return out
-    if step == "log10":
-        out, x = [], lo
-        while x <= hi * (1 + 1e-12):
-            out.append(x)
-            x *= 10
+            x *= factor
         return out
     if float(lo).is_integer() and float(hi).is_integer() and 0 <= hi - lo <= 10_000:
         return [float(x) for x in range(int(lo), int(hi) + 1)]  # every whole number in the range
     n = 17
     return [lo + (hi - lo) * k / (n - 1) for k in range(n)]
+
+
+def _finite_literal(e: ast.Expr, lowered: Lowered) -> bool:
+    try:
+        return math.isfinite(float(_literal_value(e, lowered)))
+    except Exception:  # noqa: BLE001 - an unknown unit is reported where the value is elaborated
+        return False
+
+
+def _plain(x: Any) -> Any:
+    """A numpy scalar as the Python value a table row holds (bool or float)."""
+    return bool(x) if getattr(x, "dtype", None) == bool else float(x)
 
 
 def _number_like(template: ast.Expr, value: float, dim: Any) -> ast.Expr:

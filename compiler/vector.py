@@ -27,9 +27,28 @@ from .semantics import ir
 Array = Any  # numpy array or float
 
 
+CHUNK = 8_192
+"""Points evaluated in one pass: a larger grid is evaluated chunk by chunk and joined, so that the
+memory of one pass is bounded (Erlang C holds a row of 256 terms per point) whatever the size of
+the question."""
+
+
 def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[str, Array],
                   only: set[str] | None = None, relaxed: bool = False) -> dict[str, Array]:
     """`only`, when given, limits the pass to these nodes (the ones a question needs)."""
+    n = max((np.size(v) for v in fixed.values()), default=1)
+    if n > CHUNK and all(np.ndim(v) <= 1 for v in fixed.values()):
+        parts = [evaluate_many(elaborated, base, {k: v[i:i + CHUNK] if np.ndim(v) == 1 and np.size(v) == n else v
+                                                  for k, v in fixed.items()}, only, relaxed)
+                 for i in range(0, n, CHUNK)]
+        joined: dict[str, Array] = {}
+        for key in parts[0]:
+            if all(np.ndim(p[key]) == 0 for p in parts):
+                joined[key] = parts[0][key]
+            else:
+                sizes = [min(CHUNK, n - i) for i in range(0, n, CHUNK)]
+                joined[key] = np.concatenate([np.broadcast_to(p[key], (m,)) for p, m in zip(parts, sizes)])
+        return joined
     ops = _RELAXED_OPS if relaxed else _OPS
     values: dict[str, Array] = {}
     varying: set[str] = set(fixed)

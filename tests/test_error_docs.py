@@ -5,7 +5,7 @@ A page is `# <CODE>: <title>`, a paragraph, then `## Example`, `## What the comp
 `example.plan` in a temporary directory and must produce the page's code; the first ```plan
 block under `## Fix` (on any page) must compile without errors (warnings allowed). The ```text
 block under `## What the compiler says` must be exactly what the compiler prints for the
-example — for the file-level codes (E0001-E0005) the situation the page describes is recreated
+example — for the file-level codes (E0001-E0007, and E0210, which needs several files) the situation the page describes is recreated
 here. For the `plan import-hf` codes (E06xx) the example is a ```json block, imported as
 `config.json`; a ```json block under `## Fix` must import, and the plan it gives must compile.
 `PLAN_UPDATE_GOLDENS=1` rewrites those output blocks in place, like the golden cases.
@@ -83,7 +83,28 @@ def _unreadable(tmp: Path) -> Path:
     return tmp / "example.plan"
 
 
+def _too_large(tmp: Path) -> Path:
+    (tmp / "example.plan").write_bytes(b"# log\n" * 350_000)
+    return tmp / "example.plan"
+
+
+def _fifo(tmp: Path) -> Path:
+    os.mkfifo(tmp / "example.plan")
+    return tmp / "example.plan"
+
+
+def _deep_imports(tmp: Path) -> Path:
+    for i in range(40):
+        (tmp / f"f{i}.plan").write_text(f'import "./f{i + 1}"\nlet a{i} = 1\n', encoding="utf-8")
+    (tmp / "f40.plan").write_text("let a40 = 1\n", encoding="utf-8")
+    (tmp / "example.plan").write_text('import "./f1"\nlet a = 1\n', encoding="utf-8")
+    return tmp / "example.plan"
+
+
 SITUATIONS: dict[str, Callable[[Path], Path]] = {
+    "E0006": _too_large,
+    "E0007": _fifo,
+    "E0210": _deep_imports,
     "E0001": _missing,
     "E0002": _directory,
     "E0003": _latin1,

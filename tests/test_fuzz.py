@@ -8,7 +8,12 @@ traceback. Three sources of input exercise it:
       instance names from the stdlib, real units, stdlib import paths;
   (b) mutations of real plans (the flagship example and the stdlib files): deletions,
       insertions of awkward characters, duplicated and swapped lines, truncation;
-  (c) random bytes, including invalid UTF-8.
+  (c) random bytes, including invalid UTF-8;
+  (d) grammar-aware mutants of every example and five stdlib files (`tests/mutants.py`: identifier
+      swaps, duplicated blocks, extreme numbers, homoglyphs, BOM/CR/CRLF, long lines, deep
+      nesting, broken strings, operator swaps, questions with extreme domains), 400 per run with
+      a fixed seed, compiled in worker processes under a memory limit: no exception escapes,
+      exit 2 always has a located error, each under 10 s and 1 GB (`bench/fuzz.py` runs 10,000).
 
 For every input, whatever the outcome:
   * `compile_plan` returns, with `diagnostics` a list;
@@ -283,3 +288,24 @@ def test_random_bytes(data: bytes) -> None:
 def test_property_holds_for_the_seeds(text: str) -> None:
     """The checker itself accepts a good plan and an empty one."""
     compile_and_check(text)
+
+
+# ---- (d) grammar-aware mutants, in worker processes with a memory limit ---------------------
+
+
+def test_grammar_aware_mutants() -> None:
+    """400 mutants of every example and five stdlib files (tests/mutants.py, fixed seed): no
+    exception escapes, the exit code is 0, 1 or 2, exit 2 always comes with a located error, and
+    each compiles (report included) in under 10 s and 1 GB. `bench/fuzz.py` runs ten thousand."""
+    from .mutants import MEMORY_LIMIT, TIME_LIMIT, check_many, mutants
+
+    texts = mutants(400, seed=20240612)
+    outcomes, peak = check_many(texts, workers=2)
+    tracebacks = [o for o in outcomes if o.exit_code == -1]
+    assert not tracebacks, f"mutant {tracebacks[0].index}:\n{texts[tracebacks[0].index][-500:]!r}\n{tracebacks[0].traceback}"
+    assert {o.exit_code for o in outcomes} <= {0, 1, 2}
+    unlocated = [o.index for o in outcomes if not o.located]
+    assert not unlocated, f"exit 2 without a located error: {texts[unlocated[0]][-500:]!r}"
+    slow = [o for o in outcomes if o.seconds >= TIME_LIMIT]
+    assert not slow, f"mutant {slow[0].index} took {slow[0].seconds:.1f} s"
+    assert peak < MEMORY_LIMIT + (512 << 20), f"a worker peaked at {peak >> 20} MiB"

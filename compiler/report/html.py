@@ -260,9 +260,25 @@ def breakable(text: object) -> str:
     return re.sub(r"([._/])(?=\w)", "\\1\u200b", str(text))
 
 
+MAX_SHOWN_STRING = 1_000
+"""The most characters of one string from the plan (a title, a description, a source) the page
+shows; a longer one is cut with `…`, so that the cost of laying out the page (WeasyPrint's grows
+faster than linearly with the length of a paragraph) stays bounded. The JSON report keeps the
+full text."""
+
+
+def _bounded(value: Any) -> Any:
+    """Jinja's `finalize`: every expression's value on its way into the page. A string from the
+    plan is one line (strings cannot span lines); the plan's source, our markup and numbers pass."""
+    if type(value) is str and len(value) > MAX_SHOWN_STRING and "\n" not in value:
+        return value[: MAX_SHOWN_STRING - 1] + "…"
+    return value
+
+
 @functools.cache
 def _env() -> jinja2.Environment:
-    env = environment(autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=True))
+    env = environment(autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=True),
+                      finalize=_bounded)
     env.filters["breakable"] = breakable
     return env
 

@@ -80,3 +80,13 @@ class _Printer:
         if op == "abs":
             return "\\left|" + inner + "\\right|"
         return _FUNC[op] + "\\left(" + inner + "\\right)"
+
+
+_SYMBOL_UNSAFE = {"`": "", "<": r"\lt ", ">": r"\gt ", "&": r"\&", "$": r"\$", "\n": " ", "\r": " "}
+
+
+def symbol(text: str) -> str:
+    """A plan's `symbol` string as LaTeX that cannot leave the math it is put in: no backtick
+    (which would close the Markdown code span or fence around the math and let what follows be
+    read as Markdown or HTML), `<`, `>`, `&` and `$` as LaTeX commands, no control character."""
+    return "".join(_SYMBOL_UNSAFE.get(ch, ch) for ch in text if ch.isprintable() or ch in "\n\r")

@@ -34,10 +34,13 @@ def md(text: object) -> str:
 
 
 def code(text: object) -> str:
-    """Inline code that survives backticks inside the text."""
+    """Inline code that survives backticks inside the text: its fence is one backtick longer than
+    the longest run of backticks in it (CommonMark), padded with spaces when the text has any."""
     s = " ".join(str(text).split())
-    fence = "``" if "`" in s else "`"
-    return f"{fence} {s} {fence}" if fence == "``" else f"`{s}`"
+    if "`" not in s:
+        return f"`{s}`"
+    fence = "`" * (max(len(run) for run in re.findall(r"`+", s)) + 1)
+    return f"{fence} {s} {fence}"
 
 
 def verbatim(text: object) -> str:

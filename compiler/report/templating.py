@@ -24,8 +24,19 @@ def template_source(name: str) -> str:
 
 
 class _SignedBytecodeCache(jinja2.BytecodeCache):
+    """Entries are named by the template (Jinja's key, which covers its source) and by the
+    environment's options (`tag`): the compiled code depends on them too (a `finalize` function
+    is called from it), so the HTML and Markdown environments never share an entry, and an option
+    added later never runs with code compiled without it."""
+
+    def __init__(self, tag: str = "") -> None:
+        self.tag = tag
+
+    def _name(self, bucket: jinja2.bccache.Bucket) -> str:
+        return f"jinja-{bucket.key}{self.tag}.cache"
+
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        payload = read_entry(f"jinja-{bucket.key}.cache")
+        payload = read_entry(self._name(bucket))
         if payload is not None:
             try:
                 bucket.bytecode_from_string(payload)
@@ -33,7 +44,15 @@ class _SignedBytecodeCache(jinja2.BytecodeCache):
                 bucket.reset()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        write_entry(f"jinja-{bucket.key}.cache", bucket.bytecode_to_string())
+        write_entry(self._name(bucket), bucket.bytecode_to_string())
+
+
+def _options_tag(options: dict[str, Any]) -> str:
+    """A short digest of the options that shape the compiled code (functions by their names)."""
+    import hashlib
+
+    shown = sorted((key, getattr(value, "__qualname__", repr(value))) for key, value in options.items())
+    return "-" + hashlib.sha256(repr(shown).encode()).hexdigest()[:12] if options else ""
 
 
 def environment(**options: Any) -> jinja2.Environment:
@@ -43,6 +62,6 @@ def environment(**options: Any) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        bytecode_cache=_SignedBytecodeCache(),
+        bytecode_cache=_SignedBytecodeCache(_options_tag(options)),
         **options,
     )

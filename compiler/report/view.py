@@ -191,7 +191,7 @@ class _Builder:
 
     def symbol(self, ref: ir.Ref) -> str:
         node = self.nodes[ref.node]
-        return node.symbol if node.symbol else latex.name(ref.text)
+        return latex.symbol(node.symbol) if node.symbol else latex.name(ref.text)
 
     def formula_leaf(self, leaf: ir.Lit | ir.Ref) -> str:
         if isinstance(leaf, ir.Ref):
@@ -206,10 +206,10 @@ class _Builder:
     def quantity(self, node_id: str) -> QuantityView:
         node = self.nodes[node_id]
         value = self.lowered.values[node_id]
-        lhs = node.symbol or latex.name(node.field)
+        lhs = latex.symbol(node.symbol) if node.symbol else latex.name(node.field)
         rhs = latex.to_latex(node.expr, self.formula_leaf)
         text = self.value_text(node_id)
-        exact = str(value) if isinstance(value, Fraction) else None
+        exact = str(value) if isinstance(value, Fraction) and _printable_exactly(value) else None
         return QuantityView(
             id=node_id, name=node.field, owner=node.owner, description=node.description or "",
             section=node.section or "Other quantities", is_input=node.is_input,
@@ -308,11 +308,24 @@ def _literal(lit: ir.Lit) -> str:
     return "\\text{" + latex.text(lit.text) + "}"
 
 
+MAX_EXACT_DIGITS = 100
+"""An exact value is printed as a fraction only while its numerator and denominator have at most
+this many digits (a long product of rationals can reach thousands, and Python refuses to print
+more than 4,300); beyond it the report has the float (`value`, `text`) alone."""
+
+
+def _printable_exactly(value: Fraction) -> bool:
+    limit = MAX_EXACT_DIGITS * 3.33  # bits
+    return value.numerator.bit_length() <= limit and value.denominator.bit_length() <= limit
+
+
 def _exact_text(value: Value, dim: ir.Type, text: str) -> str | None:
     if not isinstance(dim, Dim) or dim == DIMENSIONLESS or not isinstance(value, Fraction) or value.denominator != 1:
         return None
+    if abs(value.numerator) >= 10**15:
+        return None
     exact = f"{int(value):,} {dim}"
-    return None if exact == text or abs(int(value)) >= 10**15 else exact
+    return None if exact == text else exact
 
 
 def _anchor(title: str) -> str:

@@ -964,6 +964,16 @@ class Elaborator:
 
     def _unknown_unit(self, exc: UnitError, span: Span) -> None:
         word = exc.factor
+        if exc.reason.startswith("exponent too large"):  # `B^100`: a unit, but a power beyond the table's
+            self.sink.add(dx.UNKNOWN_UNIT.at(
+                span, "exponent too large", unit=word,
+                help="a unit's exponent is at most 12 in magnitude (`tokens^2`, `s^-1`); "
+                     "write a larger power as a number: `2 ^ 100`"))
+            return
+        if exc.reason == "malformed unit":
+            self.sink.add(dx.UNKNOWN_UNIT.at(span, "malformed unit", unit=word,
+                                             help="write unit factors joined by `*` or `/` without spaces: `TB/s`"))
+            return
         if word in self._declared_words():
             hint = (f"`{word}` is a declared name, but a word right after a number is read as its unit; "
                     "write `*` between them, or start a new line if a statement ends there")

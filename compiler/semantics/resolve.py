@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from .. import diagnostics as dx
-from ..source import LoadProblem, SourceFile, Span, read_source
+from ..source import MAX_FILE_BYTES, STDIN, LoadProblem, SourceFile, Span, read_source
 from ..syntax import ast
 from ..syntax.parser import parse
 
@@ -48,6 +48,8 @@ _LOAD_CODES = {
     LoadProblem.NOT_UTF8: dx.FILE_NOT_UTF8,
     LoadProblem.EMPTY: dx.FILE_EMPTY,
     LoadProblem.UNREADABLE: dx.FILE_UNREADABLE,
+    LoadProblem.TOO_LARGE: dx.FILE_TOO_LARGE,
+    LoadProblem.NOT_REGULAR: dx.FILE_NOT_REGULAR,
 }
 _LOAD_HELP = {
     LoadProblem.MISSING: "check the path; plan files end in `.plan`",
@@ -55,7 +57,11 @@ _LOAD_HELP = {
     LoadProblem.NOT_UTF8: "save the file as UTF-8",
     LoadProblem.EMPTY: "declare at least a model, hardware and traffic; see examples/",
     LoadProblem.UNREADABLE: "check the file's permissions",
+    LoadProblem.TOO_LARGE: f"a plan is at most {MAX_FILE_BYTES:,} bytes; split it into files that import each other",
+    LoadProblem.NOT_REGULAR: "to read a plan from a pipe, pass `-` and send it to standard input: `... | plan check -`",
 }
+MAX_IMPORT_DEPTH = 32
+"""How deep imports may nest (a file importing a file importing ...): the stdlib needs 3."""
 
 
 class _Loader:
@@ -67,6 +73,7 @@ class _Loader:
         self.order: list[ast.Module] = []
         self.stack: list[tuple[Path, Span | None]] = []  # files being loaded, with the import that led there
         self.shown_dir = PurePosixPath(".")
+        self.stdin = main_path.resolve() if str(main_path) == STDIN else None
 
     def load(self, path: Path, shown: str, at: Span | None) -> ast.Module | None:
         real = path.resolve()
@@ -86,10 +93,12 @@ class _Loader:
         if real in self.loaded:
             return self.loaded[real]
         is_std = real.is_relative_to(self.stdlib)
-        file, problem, detail = read_source(real, shown, is_stdlib=is_std)
+        file, problem, detail = read_source(Path(STDIN) if real == self.stdin else real, shown, is_stdlib=is_std)
         if problem is not None:
             code = _LOAD_CODES[problem]
             span = at if at is not None else (Span(file, 0, 0) if file is not None else None)
+            if at is None and file is not None and file.bad_offset is not None:
+                span = Span(file, file.bad_offset, min(file.bad_offset + 1, len(file.text)))
             self.sink.add(code.at(span, "", path=shown, detail=detail, help=_LOAD_HELP[problem]))
             self.loaded[real] = None
             return None
@@ -105,6 +114,13 @@ class _Loader:
         self.stack.append((real, at))
         for stmt in module.statements:
             if isinstance(stmt, ast.Import):
+                if len(self.stack) > MAX_IMPORT_DEPTH:
+                    self.sink.add(dx.IMPORT_TOO_DEEP.at(
+                        stmt.path_span, "one import too many", limit=MAX_IMPORT_DEPTH,
+                        secondary=[dx.Label(s, "imported here") for _, s in self.stack[1:4] if s is not None],
+                        help="import the files the plan needs from fewer levels: a file may import "
+                             "several others side by side"))
+                    break
                 self._import(stmt, real)
         self.stack.pop()
         self.order.append(module)
@@ -159,6 +175,10 @@ class _Loader:
 
 
 def load_program(path: Path, sink: dx.Sink, shown: str | None = None) -> Program | None:
+    """`path` `-` reads the main plan from standard input (shown as `<stdin>`); its relative
+    imports are resolved from the current directory."""
+    if str(path) == STDIN and shown in (None, STDIN):
+        shown = "<stdin>"
     loader = _Loader(path, sink)
     stdlib = loader.stdlib
     prelude = stdlib / f"{PRELUDE}.plan"

@@ -15,6 +15,7 @@ Contract
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from . import ast
 from . import cache as _cache
 
 if TYPE_CHECKING:
-    from lark import Lark, Token
+    from lark import Lark, Token, Tree
     from lark.exceptions import UnexpectedCharacters, UnexpectedInput
 
 _OPEN = {"LPAR", "LSQB"}
@@ -115,7 +116,19 @@ class _Continuations:
             yield token
 
 
+# ---- limits: every later stage is bounded by these (docs/language.md, "Limits") ------------
+MAX_LINE_LENGTH = 10_000  # characters in one line
+MAX_STRING_LENGTH = 4_096  # characters in one string literal, quotes excluded
+MAX_NUMBER_DIGITS = 100  # digits in one number literal (underscores, point and exponent excluded)
+MAX_EXPONENT = 1_000  # magnitude of a number literal's exponent: `1e1000` at most
+MAX_NESTING = 100  # depth of the syntax tree: a chain of 90-odd `+` terms, far beyond the stdlib's 15
+_MAX_REPORTED = 10  # limit diagnostics per file
+
+
 def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
+    long_lines = _long_lines(file)
+    if long_lines:
+        return None, long_lines
     cached = _cache.load(file)
     if cached is not None:
         return cached, []
@@ -127,10 +140,82 @@ def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
         tree = _parser().parse(file.text)
     except UnexpectedInput as exc:
         return None, [_syntax_error(file, exc)]
+    except RecursionError:  # not expected from an LALR parser; a diagnostic all the same
+        return None, [dx.TOO_DEEP.at(Span(file, 0, 0), "", limit=MAX_NESTING, help=_DEEP_HELP)]
+    beyond = _beyond_limits(tree, file)
+    if beyond:
+        return None, beyond
     module, problems = build(tree, file)
     if module is not None and not problems:
         _cache.store(file, module)
     return module, problems
+
+
+def _long_lines(file: SourceFile) -> list[dx.Diagnostic]:
+    out = []
+    starts = (*file.line_starts, len(file.text) + 1)
+    for index in range(len(file.line_starts)):
+        if starts[index + 1] - 1 - starts[index] > MAX_LINE_LENGTH:
+            at = starts[index] + MAX_LINE_LENGTH
+            out.append(dx.LINE_TOO_LONG.at(
+                Span(file, at, at + 1), f"character {MAX_LINE_LENGTH + 1:,} of the line", line=index + 1,
+                limit=MAX_LINE_LENGTH, help="break the line: a newline inside brackets or before an operator "
+                                            "continues a statement"))
+            if len(out) == _MAX_REPORTED:
+                break
+    return out
+
+
+_DEEP_HELP = "give parts of the expression names of their own with `let` or `derive`"
+_NUMBER_PARTS = re.compile(r"\$?([0-9_.]*)(?:[eE]([+-]?)([0-9_]*))?")
+
+
+def _beyond_limits(tree: Tree[Token], file: SourceFile) -> list[dx.Diagnostic]:
+    """Literals and nesting beyond the limits, found by one walk of the parse tree without
+    recursion, before anything is built from it (so that `1e99999999` is refused before the
+    number exists, and a deep tree before a recursive pass walks it)."""
+    from lark import Token, Tree
+
+    out: list[dx.Diagnostic] = []
+    deep = False
+    stack: list[tuple[Tree[Token], int]] = [(tree, 1)]
+    while stack and len(out) < _MAX_REPORTED:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING and not deep:
+            deep = True
+            meta = node.meta
+            start = getattr(meta, "start_pos", 0) if not getattr(meta, "empty", True) else 0
+            out.append(dx.TOO_DEEP.at(Span(file, start, getattr(meta, "end_pos", start) if start else 0),
+                                      "nested too deeply", limit=MAX_NESTING, help=_DEEP_HELP))
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append((child, depth + 1))
+            elif isinstance(child, Token):
+                problem = _literal_problem(child, file)
+                if problem is not None:
+                    out.append(problem)
+    return out
+
+
+def _literal_problem(token: Token, file: SourceFile) -> dx.Diagnostic | None:
+    span = Span(file, token.start_pos or 0, token.end_pos or 0)
+    if token.type == "STRING" and len(token) - 2 > MAX_STRING_LENGTH:
+        return dx.STRING_TOO_LONG.at(span, f"{len(token) - 2:,} characters", limit=MAX_STRING_LENGTH,
+                                     help="a description or source is a sentence or two; cite a document "
+                                          "for the rest")
+    if token.type not in ("NUMBER", "MONEY"):
+        return None
+    match = _NUMBER_PARTS.match(str(token))
+    assert match is not None
+    digits = sum(ch.isdigit() for ch in match.group(1))
+    if digits > MAX_NUMBER_DIGITS:
+        return dx.NUMBER_TOO_LONG.at(span, f"{digits:,} digits", limit=MAX_NUMBER_DIGITS,
+                                     help="write it with an exponent (`1.5e30`) or a unit prefix (`1.5 G`)")
+    exponent = (match.group(3) or "").replace("_", "")
+    if exponent and (len(exponent) > 5 or int(exponent) > MAX_EXPONENT):
+        return dx.EXPONENT_TOO_LARGE.at(span, "exponent too large", limit=MAX_EXPONENT,
+                                        help="a plan's quantities lie within about 1e±308, the range of a float")
+    return None
 
 
 # ---- syntax errors ------------------------------------------------------------------------
