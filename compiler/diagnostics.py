@@ -162,6 +162,7 @@ QUESTION_INVALID = Code("E0503", "question cannot be evaluated", "{message}")
 UNDERDETERMINED = Code("E0504", "under-determined question", "`{name}` is not determined by this question")
 QUESTION_TOO_LARGE = Code("E0506", "question too large", "{count} points to evaluate (limit {limit})")
 INFEASIBLE = Code("W0505", "infeasible question", "no value of `{unknown}` satisfies the constraint: {detail}", W)
+ADVICE = Code("W0407", "physics advice", "{message}", W)
 
 # Importing Hugging Face config.json files (`plan import-hf`)
 HF_NOT_JSON = Code("E0601", "config is not valid JSON", "`{path}` is not valid JSON: {detail}")

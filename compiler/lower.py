@@ -305,6 +305,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
             problems.append((node, exc))
     # An impossible input (zero users) explains the divisions by zero downstream: report the
     # requirement, and the evaluation problems only when no requirement failed.
+    _advisories(out, failed, sink)
     if _requirements(out, failed, sink):
         return out
     for node, exc in problems:
@@ -372,6 +373,28 @@ def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
         ))
     return any_failed
 
+
+
+def _advisories(out: Lowered, failed: set[str], sink: dx.Sink) -> None:
+    """A warning for every `advise` clause that does not hold (the plan is computed all the same)."""
+    for req in out.elaborated.advisories:
+        if any(ref in failed or ref not in out.values for ref in ir.refs(req.expr)):
+            continue
+        try:
+            outcome = _outcome(req.expr, out, req.message)
+        except EvalError:
+            continue
+        if outcome.holds:
+            continue
+        detail = f"`{' '.join(req.expr.span.text.split())}` does not hold"
+        if outcome.left is not None and outcome.right is not None and isinstance(req.expr, ir.Op):
+            dim = req.expr.args[0].dim
+            detail += f": {_show(outcome.left, dim)} vs {_show(outcome.right, dim)}"
+        sink.add(dx.ADVICE.at(
+            req.blame, "this choice", message=f"{req.message or 'advice'} in `{req.instance}`",
+            secondary=[dx.Label(req.span, "advised here")], notes=[detail],
+            help="the plan is computed as written; change the value if this is not what you meant",
+        ))
 
 
 def _show(value: Number, dim: ir.Type) -> str:

@@ -38,12 +38,19 @@ METRICS: dict[str, tuple[str, float]] = {
     "e2e_latency": ("e2e_latency", 1e3),
 }
 UNITS = {"decode_step": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms"}
-ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}  # any other engine: scored as vLLM
+ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm",  # NIM runs TensorRT-LLM
+           "gpt-fast": "pytorch", "torchao": "pytorch"}  # any other engine: scored as vLLM
 _TRTLLM_0_9 = re.compile(r"^v?0\.[0-9]([^0-9]|$)")  # 0.5-0.9: the releases before XQA was the GQA default
 
 
+PROFILES = {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"}
+
+
 def engine_of(row: Row) -> str:
-    """The stdlib engine profile a row ran on (an engine we do not profile is scored as vLLM)."""
+    """The stdlib engine profile a row ran on: the row's own `profile`, else by engine and version
+    (an engine the stdlib does not profile is scored as vLLM)."""
+    if row["profile"]:
+        return row["profile"]
     if row["engine"] == "trtllm" and _TRTLLM_0_9.match(row["engine_version"]):
         return "trtllm_0_9"
     return ENGINES.get(row["engine"], "vllm")
@@ -154,6 +161,8 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
         return None, "input or output length not stated"
     activations = "fp16" if weights == "fp16" or kv == "fp16" else "bf16"
     engine = engine_of(row)
+    if engine not in PROFILES:
+        return None, f"engine profile {engine} is not in the catalog"
     static = "true" if metric in ("static_throughput", "ttft", "prefill") and batch > 1 else "false"
     total = int(float(prompt)) + int(float(output))
     kind, base = models[model]

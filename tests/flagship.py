@@ -9,14 +9,14 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '16,388 devices',
-    'chat.tpot': '13.36 ms',
-    'chat.cost_per_month': '29,930,000 USD/month',
-    'chat.replicas': '4,096',
-    'chat.concurrency_replicas': '1,828',
-    'chat.devices@peak_factor=2.5': '13,660 devices',
-    'chat.replicas@peak_factor=2.5': '3,414',
-    'chat.devices:change@peak_factor=2.5': '-16.6 %',
+    'chat.devices': '16,900 devices',
+    'chat.tpot': '14.07 ms',
+    'chat.cost_per_month': '30,860,000 USD/month',
+    'chat.replicas': '4,224',
+    'chat.concurrency_replicas': '1,925',
+    'chat.devices@peak_factor=2.5': '14,084 devices',
+    'chat.replicas@peak_factor=2.5': '3,520',
+    'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 
 

@@ -24,8 +24,9 @@ from .conftest import REPO
 
 ROWS = REPO / "validation" / "rows"
 HEADER = ("id,metric,value,unit,model,hf_id,gpu,gpus,tp,pp,ep,engine,engine_version,weights,compute,kv,batch,"
-          "input_tokens,output_tokens,context,source,setup,quote").split(",")
+          "input_tokens,output_tokens,context,source,setup,quote,profile").split(",")
 METRICS = {"decode_step", "ttft", "prefill", "static_throughput", "max_throughput", "e2e_latency"}
+PROFILES = {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"}
 _GITHUB = re.compile(r"^github:[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S")
 
 
@@ -54,6 +55,7 @@ def test_every_row_is_well_formed_and_cited() -> None:
                 source = record["source"]
                 assert _GITHUB.match(source) or source.startswith(("https://", "http://")), where
                 assert record["quote"].strip(), f"{where}: no verbatim quote"
+                assert record["profile"] in ("", *PROFILES), where
 
 
 def test_the_set_covers_what_the_issue_asks(scored: tuple[list[v.Prediction], list[v.Group]]) -> None:
@@ -93,10 +95,12 @@ def test_fidelity_report_is_current(scored: tuple[list[v.Prediction], list[v.Gro
 
 def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
     (tmp_path / "bad.csv").write_text(",".join(HEADER) + "\n"
-                                      + "x,decode_step,abc,ms,nosuch-model,,h200,1,1,1,,vllm,,bf16,,,1,1,1,,https://e,,q\n"
-                                      + "y,decode_step,5,ms,llama-3.1-8b,,h200,1,1,1,,vllm,,bf16,,,1,1; import,1,,https://e,,q\n",
+                                      + "x,decode_step,abc,ms,nosuch-model,,h200,1,1,1,,vllm,,bf16,,,1,1,1,,https://e,,q,\n"
+                                      + "y,decode_step,5,ms,llama-3.1-8b,,h200,1,1,1,,vllm,,bf16,,,1,1; import,1,,https://e,,q,\n"
+                                      + "z,decode_step,5,ms,llama-3.1-8b,,h200,1,1,1,,vllm,,bf16,,,1,1,1,,https://e,,q,evil{\n",
                                       encoding="utf-8")
     rows, problems = v.load_rows(tmp_path)
     predictions = {p.row.id: p for p in v.predict(rows)}
     assert predictions["x"].problem == "value is not a number"
     assert predictions["y"].problem == "parallelism, batch or lengths are not whole numbers"
+    assert predictions["z"].problem == "engine profile evil{ is not in the catalog"

@@ -587,13 +587,15 @@ class Elaborator:
             for req in inst.kind.requires:
                 value = self.expr(req.expr, inst)
                 if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ir.BOOL:
-                    self.out.requirements.append(
-                        ir.Requirement(inst.name, value, req.message, req.span, self._blame(inst, value)))
+                    target = self.out.advisories if req.advisory else self.out.requirements
+                    target.append(ir.Requirement(inst.name, value, req.message, req.span, self._blame(inst, value)))
 
     def _blame(self, inst: Instance, value: ir.Expr) -> Span:
-        """The user's assignment a failed requirement is most likely about: the first input
-        the plan set, following derived quantities down to their inputs."""
+        """The user's assignment a failed requirement is most likely about: the first input the
+        plan set, following derived quantities down to their inputs — one in the user's own files
+        before one in the stdlib's catalog (a `tensor_parallel = 16`, not the board's size)."""
         queue, seen = ir.refs(value), set()
+        found: list[Span] = []
         while queue:
             ref = queue.pop(0)
             node = self.out.nodes.get(ref)
@@ -601,9 +603,12 @@ class Elaborator:
                 continue
             seen.add(ref)
             if node.overridden and node.is_input:
-                return node.span
+                if not node.span.file.is_stdlib:
+                    return node.span
+                found.append(node.span)
             queue.extend(node.deps)
-        return inst.decl.name_span
+        # no input of the user's own: their instance, else the catalog input the clause reads
+        return found[0] if found and inst.decl.name_span.file.is_stdlib else inst.decl.name_span
 
     # ---- expressions ----------------------------------------------------------------------
     def expr(self, e: ast.Expr, scope: Instance | None) -> Value | None:

@@ -120,6 +120,7 @@ class Elaborated:
     nodes: dict[str, Node] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     requirements: list[Requirement] = field(default_factory=list)
+    advisories: list[Requirement] = field(default_factory=list)  # `advise`: a warning when it fails
     checks: list[Check] = field(default_factory=list)
     summary: list[Expr] = field(default_factory=list)
     instances: list[str] = field(default_factory=list)  # in the order they were first reached

@@ -240,9 +240,12 @@ class DeriveDecl:
 
 @dataclass(frozen=True)
 class RequireDecl:
+    """`require cond "message"`: the plan is impossible unless cond holds; `advise`: a warning."""
+
     span: Span
     expr: Expr
     message: str | None
+    advisory: bool = False
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,10 @@ class _Builder(Transformer[Token, Any]):
         expr, message = children
         return ast.RequireDecl(self._span(meta), expr, _opt_str(message))
 
+    def advise_decl(self, meta: LarkMeta, children: list[Any]) -> ast.RequireDecl:
+        expr, message = children
+        return ast.RequireDecl(self._span(meta), expr, _opt_str(message), advisory=True)
+
     def bool_type(self, meta: LarkMeta, children: list[Any]) -> ast.BoolType:
         return ast.BoolType(self._span(meta))
 

@@ -1,0 +1,165 @@
+"""Step physics v2 (stdlib `deployment`, sections "Step physics", "Decode iteration", "Prefill
+iteration"; `engine` profiles; accelerator measurements), each term pinned to a published value
+or to the rule it restates, with its source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+import pytest
+
+from planc.pipeline import Compilation
+
+PLAN = """
+import "models/{model}"
+import "hardware/{gpu}"
+traffic t {{ daily_active_users = 1 M users; requests_per_user = 10 requests/user/day; peak_factor = 2
+  prompt_tokens = {prompt} tokens; output_tokens = {output} tokens }}
+deployment d {{ model = {instance}; hardware = {hw}; traffic = t; batch = {batch}; tensor_parallel = {tp}
+  weights = {weights}; engine = {engine} }}
+"""
+
+
+def plan(model: str = "llama-3.1-8b", gpu: str = "h100-sxm", batch: int = 1, tp: int = 1, weights: str = "bf16",
+         engine: str = "vllm", prompt: int = 1000, output: int = 250, extra: str = "") -> str:
+    return extra + PLAN.format(model=model, instance=model.replace("-", "_").replace(".", "_"), gpu=gpu,
+                               hw=gpu.replace("-", "_"), batch=batch, tp=tp, weights=weights, engine=engine,
+                               prompt=prompt, output=output)
+
+
+def values(c: Compilation) -> dict[str, Fraction | float | bool]:
+    assert c.ok, [d.message for d in c.diagnostics]
+    assert c.lowered is not None
+    return c.lowered.values
+
+
+def test_the_input_embedding_is_a_lookup_not_a_read(compile_text: Callable[[str], Compilation]) -> None:
+    # Llama-3.1-8B: 8,030,261,248 parameters, 128,256 × 4,096 of them the input embedding; decode
+    # streams every other weight (the output head included) once per step
+    v = values(compile_text(plan()))
+    assert v["d.gemm_weight_bytes"] == (8_030_261_248 - 128_256 * 4_096) * 2 == 15_009_849_344
+
+
+def test_kernels_without_gqa_reuse_read_the_kv_once_per_query_head(compile_text: Callable[[str], Compilation]) -> None:
+    # Llama-2-70B has 64 query heads over 8 KV heads: the masked MHA kernel of TensorRT-LLM 0.5-0.9
+    # reads each KV head 8 times a step, XQA once
+    legacy = values(compile_text(plan("llama-2-70b", tp=4, engine="trtllm_0_9")))
+    xqa = values(compile_text(plan("llama-2-70b", tp=4, engine="trtllm_0_9_xqa"), name="xqa.plan"))
+    assert legacy["d.kv_read_factor"] == 8 and xqa["d.kv_read_factor"] == 1
+    assert legacy["d.decode_kv_bytes"] == 8 * xqa["d.decode_kv_bytes"]
+
+
+def test_attention_without_split_kv_is_limited_by_the_pieces_in_flight(compile_text: Callable[[str], Compilation]) -> None:
+    # Little's law: one thread block keeps a 128-token K/V tile in flight (128 × 2 × 128 × 2 B =
+    # 64 KiB for Llama-3.1-8B in BF16) for one DRAM latency (348.1 ns on Hopper, pointer chase)
+    v = values(compile_text(plan(engine="pytorch", prompt=16_000, output=16)))
+    tile = 128 * 2 * 128 * 2
+    assert v["d.attention_unit_bandwidth"] == Fraction(tile) / (Fraction(3481, 10) * Fraction(1, 10**9))
+    # batch 1 × 8 KV heads = 8 pieces: 1.5 TB/s, half of what the device streams
+    assert v["d.attention_units"] == 8
+    assert v["d.attention_bandwidth"] == 8 * v["d.attention_unit_bandwidth"] < v["d.achieved_bandwidth"]
+    # an engine that splits the context (vLLM: FlashAttention-3, up to 32 splits) fills the device,
+    # less the block-table gathers of its paged cache (Kwon et al. 2023 §7.1: +20-26 %)
+    split = values(compile_text(plan(engine="vllm", prompt=16_000, output=16), name="split.plan"))
+    assert split["d.attention_bandwidth"] == split["d.achieved_bandwidth"] * Fraction(81, 100)
+
+
+def test_a_big_batch_pays_for_compute_and_kv_one_after_the_other(compile_text: Callable[[str], Compilation]) -> None:
+    # physics.md §14: 70B FP8 TP4 at batch 512 — the GEMMs turn compute-bound while the KV reads
+    # stay memory-bound, and they run one after another: the step is their sum, not one max
+    v = values(compile_text(plan("llama-3.1-70b", batch=512, tp=4, weights="fp8")))
+    gemm_compute = 512 * (v["d.gemm_flops_per_token"] + v["d.head_flops_per_token"]) / v["d.achieved_flops"]
+    assert v["d.decode_gemm_time"] == gemm_compute > v["d.gemm_weight_bytes"] / v["d.achieved_bandwidth"]
+    kv_time = v["d.decode_kv_bytes"] / v["d.attention_bandwidth"]
+    assert v["d.decode_attention_time"] == kv_time
+    one_max = max(v["d.decode_bytes_per_step"] / v["d.achieved_bandwidth"], v["d.decode_flops_per_step"] / v["d.achieved_flops"])
+    assert v["d.decode_gpu_time"] > one_max * Fraction(13, 10)
+
+
+def test_eager_launches_overlap_the_gpu(compile_text: Callable[[str], Compilation]) -> None:
+    # without CUDA graphs the CPU launches each kernel (32 layers × 10 kernels × 5 µs = 1.6 ms)
+    # while the GPU works: the step is the slower of the two, not their sum
+    eager = values(compile_text(plan(extra="", batch=1).replace("engine = vllm", "engine = vllm; cuda_graphs = false")))
+    assert eager["d.launch_time"] == Fraction(16, 10_000)
+    gpu = eager["d.decode_gpu_time"]
+    assert eager["d.step_time"] == max(gpu, eager["d.launch_time"]) + eager["d.pp_time_per_step"] + eager["vllm.step_overhead"]
+
+
+def test_tensor_parallelism_beyond_the_board_runs_on_the_network(compile_text: Callable[[str], Compilation]) -> None:
+    # an HGX H100 board is 8 GPUs on NVLink; TP 16 spans two, so its all-reduces cross the
+    # scale-out network (one 400 Gb/s NIC per GPU = 50 GB/s)
+    inside = values(compile_text(plan("llama-3.1-405b", tp=8, weights="fp8")))
+    beyond = values(compile_text(plan("llama-3.1-405b", tp=16, weights="fp8"), name="tp16.plan"))
+    assert inside["d.link_bandwidth"] == inside["h100_sxm.interconnect_bandwidth"] == 450 * 10**9
+    assert beyond["d.link_bandwidth"] == beyond["h100_sxm.scale_out_bandwidth"] == 50 * 10**9
+    assert beyond["d.link_latency"] == beyond["h100_sxm.scale_out_latency"]
+    assert inside["d.link_latency"] == Fraction(9, 10**6)  # vLLM's custom all-reduce inside the board
+
+
+def test_nccl_latency_scales_with_the_ring(compile_text: Callable[[str], Compilation]) -> None:
+    # an engine without its own all-reduce pays NCCL's: 27.0 µs measured across 8 H100s, and a ring
+    # of n takes 2(n−1) steps, so 2 GPUs pay a seventh of it
+    v = values(compile_text(plan(tp=2, engine="pytorch")))
+    assert v["d.link_latency"] == v["h100_sxm.interconnect_latency"] / 7 == Fraction(27, 10**6) / 7
+
+
+def test_llama_8b_on_one_l4_gets_a_context_in_the_tens_of_thousands(compile_text: Callable[[str], Compilation]) -> None:
+    # the weights leave about 5.5 GB of an L4's 0.92 × 22 GiB; vLLM's profile (activations of its
+    # 2,048-token budget below 70 GiB, the sampler over 256 × 128,256 logits) and its CUDA graphs
+    # take about 1.5 GB of that: roughly 24k-32k tokens of 128 KiB each
+    v = values(compile_text(plan(gpu="l4")))
+    assert v["d.prefill_chunk"] == 2048 and v["d.max_num_seqs"] == 256  # vLLM's < 70 GiB tier
+    assert 24_000 <= v["d.kv_capacity_tokens"] <= 32_000
+
+
+@pytest.mark.parametrize(("gpu", "seqs", "tokens"), [("l4", 256, 2048), ("h100-sxm", 1024, 8192), ("b200", 1024, 16384)])
+def test_vllm_scheduler_defaults_follow_device_memory(compile_text: Callable[[str], Compilation],
+                                                      gpu: str, seqs: int, tokens: int) -> None:
+    # vllm/engine/arg_utils.py (v0.33.0): OpenAI server 256/2048 below 70 GiB, 1024/8192 from it,
+    # 1024/16384 from 160 GiB
+    v = values(compile_text(plan(gpu=gpu, model="llama-3.1-8b")))
+    assert (v["d.max_num_seqs"], v["d.prefill_chunk"]) == (seqs, tokens)
+
+
+def test_the_engines_memory_rules(compile_text: Callable[[str], Compilation]) -> None:
+    # vLLM: 0.92 of the device, less everything it profiled
+    vllm = values(compile_text(plan(gpu="h200")))
+    assert vllm["d.kv_budget"] == (vllm["h200.memory"] * Fraction(92, 100) - vllm["d.weight_bytes_per_device"]
+                                   - vllm["d.runtime_overhead"])
+    # TensorRT-LLM: 0.9 of what the weights, activations and buffers leave
+    trt = values(compile_text(plan(gpu="h200", engine="trtllm"), name="trt.plan"))
+    assert trt["d.kv_budget"] == Fraction(9, 10) * (trt["h200.memory"] - trt["d.weight_bytes_per_device"]
+                                                    - trt["d.runtime_overhead"])
+    # SGLang: mem_fraction_static = 1 − reserve / memory, reserve = 512 MiB + 1.5 MiB per token of its
+    # 8,192-token chunk + 128 MiB per device (≥ 10 GiB on big GPUs): 0.91 of an H200, as its rule gives
+    sgl = values(compile_text(plan(gpu="h200", engine="sglang"), name="sgl.plan"))
+    reserve = (512 + 1.5 * 8192 + 128) * 2**20
+    assert sgl["d.engine_reserve"] == reserve
+    assert float(sgl["d.kv_budget"]) == pytest.approx(float(sgl["h200.memory"]) - reserve
+                                                      - float(sgl["d.weight_bytes_per_device"]), rel=1e-12)
+    assert 1 - reserve / float(sgl["h200.memory"]) == pytest.approx(0.91, abs=0.005)
+
+
+def test_prefill_is_bound_by_reading_the_weights_when_the_prompt_is_short(compile_text: Callable[[str], Compilation]) -> None:
+    # a 128-token prompt of Llama-3.1-8B: 2 × 7.5 B × 128 = 1.9 TFLOP takes 2.4 ms at H100's measured
+    # 794.5 TFLOP/s, less than the 5.1 ms to stream 15 GB at 2.97 TB/s: the weights bind
+    short = values(compile_text(plan(prompt=128)))
+    assert short["d.prefill_gemm_time"] == short["d.gemm_weight_bytes"] / short["d.achieved_bandwidth"] + \
+        short["d.head_flops_per_token"] * Fraction(1) / short["d.achieved_flops"]
+    long = values(compile_text(plan(prompt=8000), name="long.plan"))
+    assert long["d.prefill_gemm_time"] > long["d.gemm_weight_bytes"] / long["d.achieved_bandwidth"]
+
+
+def test_a_replica_beyond_the_board_is_advised_at_the_users_line(compile_text: Callable[[str], Compilation]) -> None:
+    # costed on the network (above), and said: W0407 at `tensor_parallel = 16`, the stdlib's
+    # clause as the secondary label; the plan is still computed, and `plan check` passes
+    c = compile_text(plan("llama-3.1-405b", tp=16, weights="fp8").replace("tensor_parallel = 16", "\n  tensor_parallel = 16\n"))
+    assert c.ok and c.exit_code == 0
+    [advice] = [d for d in c.diagnostics if d.code == "W0407"]  # a dense model: the experts' advice stays quiet
+    assert advice.primary is not None and advice.primary.span.text == "16"
+    assert not advice.primary.span.file.is_stdlib
+    assert advice.secondary[0].span.file.is_stdlib
+    assert "scale-out network" in advice.message
+    quiet = compile_text(plan("llama-3.1-405b", tp=8, weights="fp8"), name="tp8.plan")
+    assert not [d for d in quiet.diagnostics if d.code == "W0407"]
