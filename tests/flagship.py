@@ -9,13 +9,13 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '16,900 devices',
+    'chat.devices': '17,632 devices',
     'chat.tpot': '14.07 ms',
-    'chat.cost_per_month': '30,860,000 USD/month',
-    'chat.replicas': '4,224',
-    'chat.concurrency_replicas': '1,925',
-    'chat.devices@peak_factor=2.5': '14,084 devices',
-    'chat.replicas@peak_factor=2.5': '3,520',
+    'chat.cost_per_month': '32,200,000 USD/month',
+    'chat.replicas': '4,407',
+    'chat.concurrency_replicas': '1,927',
+    'chat.devices@peak_factor=2.5': '14,692 devices',
+    'chat.replicas@peak_factor=2.5': '3,672',
     'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 
