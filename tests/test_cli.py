@@ -31,7 +31,7 @@ def test_compile_writes_markdown_with_derivations(tmp_path: Path) -> None:
     # formula → substituted → result, in GitHub's math syntax
     assert "```math" in text and "\\begin{aligned}" in text
     assert "34.72 k requests/s" in text  # peak QPS, physics.md §14
-    assert "`<stdlib>/models/llama-3.1-70b.plan:3`" in text  # provenance of an input
+    assert "`<stdlib>/models/llama-3.1-70b.plan › llama_3_1_70b.layers`" in text  # provenance of an input
 
 
 def test_markdown_and_json_are_byte_identical_across_runs(tmp_path: Path) -> None:

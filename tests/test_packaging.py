@@ -34,7 +34,7 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
                           cwd=work, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     doc = (work / "doc.md").read_text(encoding="utf-8")
-    assert "## Memory" in doc and "`<stdlib>/kinds/deployment.plan:" in doc
+    assert "## Memory" in doc and "`<stdlib>/kinds/deployment.plan › deployment." in doc
     # the installed package, not the checkout, provided the stdlib
     where = subprocess.run([str(py), "-c", "import planc, pathlib; print(pathlib.Path(planc.__file__).parent)"],
                            capture_output=True, text=True, check=True).stdout.strip()

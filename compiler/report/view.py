@@ -146,7 +146,20 @@ class DocumentView:
         return sum(not c.holds for c in self.checks)
 
 
-def location(span: Span) -> str:
+_BLOCK = re.compile(r"^(?:kind\s+(\w+)|[a-z_]\w*\s+(\w+)(?:\s*=\s*\w+)?\s*\{)", re.M)
+
+
+def location(span: Span, field: str | None = None, owner: str = "") -> str:
+    """`file:line` of a definition in the user's plan; in the stdlib, the block and field that
+    define it (`<stdlib>/kinds/deployment.plan › deployment.step_time`), which a reader can search
+    for and which does not move when a line is added above it."""
+    if field and span.file.is_stdlib and "." in owner:  # an enumeration member's attribute
+        return f"{span.file.path} › {owner}.{field}"
+    if field and span.file.is_stdlib:
+        blocks = [m for m in _BLOCK.finditer(span.file.text, 0, span.start)]
+        if blocks:
+            name = blocks[-1].group(1) or blocks[-1].group(2)
+            return f"{span.file.path} › {name}.{field}"
     return f"{span.file.path}:{span.line}"
 
 
@@ -218,7 +231,7 @@ class _Builder:
             dim=str(node.dim), lhs=lhs, formula=rhs,
             substituted=latex.to_latex(node.expr, self.value_leaf),
             result="\\text{" + latex.text(text) + "}",
-            source=node.source, location=location(node.span), overridden=node.overridden,
+            source=node.source, location=location(node.span, node.field, node.owner), overridden=node.overridden,
             inputs=node.deps, range=self.node_range(node_id), is_definition=node.is_definition,
             breakdown=self.breakdown(node),
         )
