@@ -16,6 +16,7 @@ from typing import Any
 from . import diagnostics as dx
 from .lower import Lowered, lower
 from .semantics.elaborate import elaborate
+from .semantics.lint import restated
 from .semantics.resolve import load_program
 
 
@@ -57,6 +58,7 @@ def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
     if program is not None:
         result.source = program.main_file.text
     if program is not None and not sink.has_errors:
+        restated(program, sink)
         elaborated = elaborate(program, sink)
         if not sink.has_errors:
             lowered = lower(elaborated, sink)

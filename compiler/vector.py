@@ -66,7 +66,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             if node_id not in base and not any(d in varying for d in node.deps):
                 values[node_id] = np.nan  # failed in the base plan and unaffected by what varies
                 continue
-            values[node_id] = evaluate(node.expr, values, ops)
+            values[node_id] = _evaluate(node.expr, values, ops)
             varying.add(node_id)
     return values
 
@@ -77,12 +77,18 @@ def _scalar(value: Any) -> Any:
 
 def evaluate(expr: ir.Expr, values: dict[str, Array],
              ops: dict[str, Callable[[list[Array]], Array]] | None = None) -> Array:
+    """One expression over arrays; an overflow or a division by zero is inf or nan in the
+    result, as the callers expect, never a printed warning."""
+    with np.errstate(all="ignore"):
+        return _evaluate(expr, values, _OPS if ops is None else ops)
+
+
+def _evaluate(expr: ir.Expr, values: dict[str, Array], ops: dict[str, Callable[[list[Array]], Array]]) -> Array:
     if isinstance(expr, ir.Lit):
         return bool(expr.value) if expr.dim == ir.BOOL else float(expr.value)
     if isinstance(expr, ir.Ref):
         return values[expr.node]
-    ops = _OPS if ops is None else ops
-    args = [evaluate(a, values, ops) for a in expr.args]
+    args = [_evaluate(a, values, ops) for a in expr.args]
     return ops[expr.op](args)
 
 
