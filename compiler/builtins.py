@@ -10,7 +10,7 @@ and, through `sympy_function(name)`, by the symbolic form. Arguments out of the 
   ρ = a/c; stable for thousands of servers (no factorials; the Poisson form of Erlang B summed in
   log space, see `_erlang_b`). Non-integer `servers` are rounded
   down. When `load >= servers` the queue is unstable and every arrival waits: C = 1.
-  Check value: c = 4, a = 3 → 0.5094 (physics.md §7.6).
+  Check value: c = 4, a = 3 → 0.5094 (docs/physics.md §7.6).
 - `erlang_c_many(servers, load)`: the same on numpy arrays, for the vectorised evaluator (grids,
   searches, uncertainty): the same sum, taken for all points at once term by term; points
   outside the domain come out as NaN instead of raising. `tests/test_builtins.py` checks that it

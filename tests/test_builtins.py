@@ -12,13 +12,13 @@ from planc.builtins import erlang_c, sympy_function
 
 
 def erlang_c_factorial(c: int, a: float) -> float:
-    """The textbook formula (physics.md §7.6), fine for small c."""
+    """The textbook formula (docs/physics.md §7.6), fine for small c."""
     top = a**c / math.factorial(c) * c / (c - a)
     return top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
 
 
 def test_published_value() -> None:
-    # physics.md §7.6: c = 4, μ = 1/s, λ = 3/s → C = 0.509
+    # docs/physics.md §7.6: c = 4, μ = 1/s, λ = 3/s → C = 0.509
     assert erlang_c(4, 3) == pytest.approx(0.5094, abs=1e-4)
 
 

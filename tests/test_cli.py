@@ -30,7 +30,7 @@ def test_compile_writes_markdown_with_derivations(tmp_path: Path) -> None:
     assert "## Assumptions" in text and "**assumption**" in text
     # formula → substituted → result, in GitHub's math syntax
     assert "```math" in text and "\\begin{aligned}" in text
-    assert "34.72 k requests/s" in text  # peak QPS, physics.md §14
+    assert "34.72 k requests/s" in text  # peak QPS, docs/physics.md §14
     assert "`<stdlib>/models/llama-3.1-70b.plan › llama_3_1_70b.layers`" in text  # provenance of an input
 
 

@@ -30,30 +30,30 @@ class Headline:
 
 # file stem -> the instance it declares and its headline values.
 CATALOG: dict[str, Headline] = {
-    # physics.md §1.1: 8,030,261,248 exact; §3.1: 32 × 8 × 128 × 2 = 65,536 (128 KiB BF16).
+    # docs/physics.md §1.1: 8,030,261,248 exact; §3.1: 32 × 8 × 128 × 2 = 65,536 (128 KiB BF16).
     "llama-3.1-8b": Headline("llama_3_1_8b", 8_030_261_248, 65_536),
-    # physics.md §1.1: 70,553,706,496 exact; §3.1: 80 × 8 × 128 × 2 = 163,840 (320 KiB BF16).
+    # docs/physics.md §1.1: 70,553,706,496 exact; §3.1: 80 × 8 × 128 × 2 = 163,840 (320 KiB BF16).
     "llama-3.1-70b": Headline("llama_3_1_70b", 70_553_706_496, 163_840),
-    # physics.md §1.1: 405,853,388,800 exact; §3.1: 126 × 8 × 128 × 2 = 258,048 (516,096 B BF16).
+    # docs/physics.md §1.1: 405,853,388,800 exact; §3.1: 126 × 8 × 128 × 2 = 258,048 (516,096 B BF16).
     "llama-3.1-405b": Headline("llama_3_1_405b", 405_853_388_800, 258_048),
     # Same architecture as Llama-3.1-70B (meta-llama/Llama-3.3-70B-Instruct config.json).
     "llama-3.3-70b": Headline("llama_3_3_70b", 70_553_706_496, 163_840),
-    # physics.md §1.1: Mistral-7B-v0.1 7,241,732,096 exact; §3.1: 65,536 (128 KiB BF16).
+    # docs/physics.md §1.1: Mistral-7B-v0.1 7,241,732,096 exact; §3.1: 65,536 (128 KiB BF16).
     "mistral-7b": Headline("mistral_7b", 7_241_732_096, 65_536),
-    # physics.md §1.2: 46.70 B total / 12.88 B active (Mistral: 46.7 B / 12.9 B).
+    # docs/physics.md §1.2: 46.70 B total / 12.88 B active (Mistral: 46.7 B / 12.9 B).
     "mixtral-8x7b": Headline("mixtral_8x7b", 46_702_792_704, 65_536, 12_879_925_248),
     # Mistral's Mixtral 8x22B announcement: 141 B total / 39 B active.
     "mixtral-8x22b": Headline("mixtral_8x22b", 140_620_634_112, 114_688, 39_152_031_744),
     # Qwen2.5-7B model card: 7.61 B (qkv bias, untied embeddings).
     "qwen2.5-7b": Headline("qwen2_5_7b", 7_615_616_512, 28_672),
-    # Qwen2.5-72B model card: 72.7 B; physics.md §3.1: 163,840 elements (320 KiB BF16).
+    # Qwen2.5-72B model card: 72.7 B; docs/physics.md §3.1: 163,840 elements (320 KiB BF16).
     "qwen2.5-72b": Headline("qwen2_5_72b", 72_706_203_648, 163_840),
     # Qwen3-30B-A3B model card: 30.5 B total / 3.3 B active; exact 30,532,122,624 with the q/k norms
     # (keras-hub qwen3_moe preset, which asserts equality with Hugging Face num_parameters()).
     "qwen3-30b-a3b": Headline("qwen3_30b_a3b", 30_532_122_624, 49_152, 3_353_032_704),
     # Qwen3-235B-A22B model card: 235 B total / 22 B active; exact 235,093,634,560 (same source).
     "qwen3-235b-a22b": Headline("qwen3_235b_a22b", 235_093_634_560, 96_256, 22_190_763_520),
-    # physics.md §1.2: formula 671.03 B (README_WEIGHTS 671 B); exact 671,026,419,200 with the router's
+    # docs/physics.md §1.2: formula 671.03 B (README_WEIGHTS 671 B); exact 671,026,419,200 with the router's
     # correction bias, the main-model tensors of the checkpoint (MTP and FP8 scales excluded; counted
     # by public audits of the safetensors headers). Active 37.55 B by the plain formula (paper 37 B,
     # README_WEIGHTS 36.7 B); §1.3: 61 × (512 + 64) = 35,136 elements (70,272 B BF16).

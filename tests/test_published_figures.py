@@ -48,7 +48,7 @@ def gib(c: Compilation, node: str) -> float:
 
 @pytest.mark.parametrize(("file", "model", "weights", "tp", "activation", "non_torch", "weights_gib", "kv_gib"), [
     # vLLM v0.11 on H100 (CUDA sees 79.18 GiB), gpu_memory_utilization 0.9 (its default then) — "vLLM Empirical Memory
-    # Profiling Results" (physics.md §4.3): Llama-3.1-8B TP1 weights 14.99 GiB, KV 51.38 GiB
+    # Profiling Results" (docs/physics.md §4.3): Llama-3.1-8B TP1 weights 14.99 GiB, KV 51.38 GiB
     ("llama-3.1-8b", "llama_3_1_8b", "bf16", 1, 4.76, 0.13, 14.99, 51.38),
     # same source: Llama-3.3-70B-FP8-dynamic at TP2, weights 33.88 GiB per GPU, KV 32.00 GiB
     ("llama-3.3-70b", "llama_3_3_70b", "fp8", 2, 4.84, 0.55, 33.88, 32.00),
@@ -63,7 +63,7 @@ def test_vllm_memory_split(compile_text: Callable[[str], Compilation], file: str
 
 
 def test_disaggregated_kv_transfer(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §6.4 (DistServe's method): Llama-3.1-70B, 1,000-token prompt, BF16 KV = 328 MB,
+    # docs/physics.md §6.4 (DistServe's method): Llama-3.1-70B, 1,000-token prompt, BF16 KV = 328 MB,
     # 6.6 ms at 50 GB/s
     c = compile_text(PLAN.format(file="llama-3.1-70b", model="llama_3_1_70b", weights="fp8", tp=4,
                                  activation=4.84, non_torch=1))
@@ -112,7 +112,7 @@ def test_quantization_prices_qat_and_saves_the_published_int4_bytes(compile_text
     v = c.lowered.values
     params = v["llama_3_1_70b.params"]
     assert params == 70_553_706_496
-    # W4A16 with group-128 FP16 scales: 4 + 16/128 bits = 0.515625 B per weight (physics.md §9.1),
+    # W4A16 with group-128 FP16 scales: 4 + 16/128 bits = 0.515625 B per weight (docs/physics.md §9.1),
     # so INT4 saves 1.484375 B per weight against BF16
     assert v["ptq.weight_bytes_saved"] == params * Fraction(1484375, 10**6)
     # PTQ trains nothing; QAT is the 6·N·D rule over its tokens (dense model: active = total)

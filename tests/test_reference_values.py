@@ -43,7 +43,7 @@ deployment d {{
 
 
 @pytest.mark.parametrize(("model", "params"), [
-    # physics.md §1.1, matching the published checkpoints' parameter counts
+    # docs/physics.md §1.1, matching the published checkpoints' parameter counts
     ("llama-3.1-8b", 8_030_261_248),
     ("llama-3.1-70b", 70_553_706_496),
 ])
@@ -54,7 +54,7 @@ def test_parameter_counts(compile_text: Callable[[str], Compilation], model: str
 
 
 @pytest.mark.parametrize(("model", "kv", "per_token"), [
-    # physics.md §3.1: 2 · layers · kv_heads · head_dim · bytes (Databricks, vLLM paper)
+    # docs/physics.md §3.1: 2 · layers · kv_heads · head_dim · bytes (Databricks, vLLM paper)
     ("llama-3.1-8b", "bf16", 131_072),
     ("llama-3.1-8b", "fp8", 65_536),
     ("llama-3.1-70b", "bf16", 327_680),
@@ -65,38 +65,38 @@ def test_kv_bytes_per_token(compile_text: Callable[[str], Compilation], model: s
 
 
 def test_kv_heads_replicate_when_tensor_parallel_exceeds_them(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §3.1: with TP = 16 > 8 KV heads each device still holds one head
+    # docs/physics.md §3.1: with TP = 16 > 8 KV heads each device still holds one head
     v = values(compile_text(deployment("llama-3.1-70b", tp=16)))
     assert v["d.kv_split"] == 8
     assert v["d.kv_bytes_per_token_per_device"] == 327_680 // 8
     v4 = values(compile_text(deployment("llama-3.1-70b", tp=4)))
-    assert v4["d.kv_bytes_per_token_per_device"] == 81_920  # physics.md §14 step 3
+    assert v4["d.kv_bytes_per_token_per_device"] == 81_920  # docs/physics.md §14 step 3
 
 
 def test_fp8_checkpoint_weights_keep_embeddings_in_bf16(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §14 step 2: 68.45 B × 1 B + 2 × 1.0507 B × 2 B = 72.66 GB (67.67 GiB);
-    # measured 67.72 GiB for Llama-3.3-70B-FP8 in vLLM (physics.md §4.3)
+    # docs/physics.md §14 step 2: 68.45 B × 1 B + 2 × 1.0507 B × 2 B = 72.66 GB (67.67 GiB);
+    # measured 67.72 GiB for Llama-3.3-70B-FP8 in vLLM (docs/physics.md §4.3)
     v = values(compile_text(deployment("llama-3.1-70b", weights="fp8", tp=4)))
     assert float(v["d.weight_bytes"]) == pytest.approx(72.66e9, rel=1e-3)
     assert float(v["d.weight_bytes"]) / 2**30 == pytest.approx(67.72, rel=2e-3)
 
 
 def test_ridge_point_h100(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §5.1: H100-SXM ridge 295 FLOP/B in BF16, 591 in FP8
+    # docs/physics.md §5.1: H100-SXM ridge 295 FLOP/B in BF16, 591 in FP8
     assert float(values(compile_text(deployment("llama-3.1-8b")))["d.ridge_point"]) == pytest.approx(295, abs=0.5)
     v = values(compile_text(deployment("llama-3.1-8b", weights="fp8")))
     assert float(v["d.ridge_point"]) == pytest.approx(591, abs=0.5)
 
 
 def test_prefill_flops_llama_70b(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §2.2: 138.2 TFLOP to prefill a 1,000-token prompt on Llama-3.1-70B
+    # docs/physics.md §2.2: 138.2 TFLOP to prefill a 1,000-token prompt on Llama-3.1-70B
     v = values(compile_text(deployment("llama-3.1-70b")))
     # prefill_flops is per device: the deployment helper shards the model over TP 4
     assert float(v["d.prefill_flops"]) * 4 == pytest.approx(138.2e12, rel=1e-3)
 
 
 def test_traffic_chain_worked_example(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §14 step 1: 100 M DAU × 10 requests/day, peak ×3 → 11,574 → 34,722 requests/s
+    # docs/physics.md §14 step 1: 100 M DAU × 10 requests/day, peak ×3 → 11,574 → 34,722 requests/s
     text = deployment("llama-3.1-8b").replace("1 M users", "100 M users").replace("peak_factor = 2", "peak_factor = 3")
     v = values(compile_text(text))
     assert float(v["t.average_qps"]) == pytest.approx(11_574.07, rel=1e-6)
@@ -106,7 +106,7 @@ def test_traffic_chain_worked_example(compile_text: Callable[[str], Compilation]
 
 
 def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §14 step 6: Llama-3.1-70B FP8, TP4, 76 sequences at 8,192 tokens, BF16 KV:
+    # docs/physics.md §14 step 6: Llama-3.1-70B FP8, TP4, 76 sequences at 8,192 tokens, BF16 KV:
     # 17.64 GB weights actually read (the input embedding is a lookup) + 51.0 GB KV per device;
     # 27.3 ms at 75 % of 3.35 TB/s; with TP all-reduces TPOT ≈ 29 ms. The worked example has no
     # kernel gaps, per-step engine time or paged-attention gathers: with those set to nothing (an
@@ -128,8 +128,8 @@ def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) 
     memory_time = float(v["d.gemm_weight_bytes"] + v["d.kv_bytes_per_device"]) / (3.35e12 * 0.75)
     assert memory_time == pytest.approx(0.0273, rel=0.02)
     assert v["d.decode_memory_bound"] is True
-    assert float(v["d.kv_capacity_tokens"]) == pytest.approx(629_220, rel=1e-3)  # physics.md §14 step 4
-    assert v["d.max_batch"] == 76  # physics.md §14 step 5
+    assert float(v["d.kv_capacity_tokens"]) == pytest.approx(629_220, rel=1e-3)  # docs/physics.md §14 step 4
+    assert v["d.max_batch"] == 76  # docs/physics.md §14 step 5
 
 
 def test_gb_and_gib_are_different(compile_text: Callable[[str], Compilation]) -> None:
@@ -149,7 +149,7 @@ def test_full_expression_is_over_inputs_only(compile_text: Callable[[str], Compi
 
 
 def test_pipeline_parallel_does_not_cut_per_token_latency(compile_text) -> None:  # type: ignore[no-untyped-def]
-    # physics.md §6.2: a token passes the stages one after another. Splitting the layers over two
+    # docs/physics.md §6.2: a token passes the stages one after another. Splitting the layers over two
     # stages halves each device's bytes per step but doubles the stages a token waits for, so the
     # TPOT changes only by the hand-off between the stages
     plan = """
@@ -173,7 +173,7 @@ deployment d {{ model = llama_3_1_70b; hardware = h100_sxm; traffic = t; weights
 
 
 def test_kernel_fusion_saves_the_published_bytes_per_token_and_layer(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §11: fused residual-add + RMSNorm moves 4·h·b instead of 5·h·b (two norms a
+    # docs/physics.md §11: fused residual-add + RMSNorm moves 4·h·b instead of 5·h·b (two norms a
     # layer); fused silu_and_mul 3·I·b instead of 5·I·b, "~28 KiB/token/layer" for 70B at TP4
     v = values(compile_text(deployment("llama-3.1-70b", tp=4)))
     saved = v["d.unfused_elementwise_bytes"] - v["d.fused_elementwise_bytes"]

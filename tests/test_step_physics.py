@@ -66,7 +66,7 @@ def test_attention_without_split_kv_is_limited_by_the_pieces_in_flight(compile_t
 
 
 def test_a_big_batch_pays_for_compute_and_kv_one_after_the_other(compile_text: Callable[[str], Compilation]) -> None:
-    # physics.md §14: 70B FP8 TP4 at batch 512 — the GEMMs turn compute-bound while the KV reads
+    # docs/physics.md §14: 70B FP8 TP4 at batch 512 — the GEMMs turn compute-bound while the KV reads
     # stay memory-bound, and they run one after another: the step is their sum, not one max
     v = values(compile_text(plan("llama-3.1-70b", batch=512, tp=4, weights="fp8")))
     gemm_compute = 512 * (v["d.gemm_flops_per_token"] / v["d.decode_gemm_waves"] + v["d.head_flops_per_token"]) / v["d.achieved_flops"]
