@@ -36,8 +36,13 @@ METRICS: dict[str, tuple[str, float]] = {
     "prefill": ("prefill_time", 1e3),
     "static_throughput": ("batch_output_tokens_per_s", 1.0),
     "e2e_latency": ("e2e_latency", 1e3),
+    # all requests at once with in-flight batching: as many run together as the engine admits
+    # (its cap, and whole sequences of KV reserved: TensorRT-LLM's GUARANTEED_NO_EVICT), each
+    # group prefilled, then decoded to the end
+    "max_throughput": ("batch_output_tokens_per_s", 1.0),
 }
-UNITS = {"decode_step": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms"}
+UNITS = {"decode_step": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms",
+         "max_throughput": "tokens/s"}
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm",  # NIM runs TensorRT-LLM
            "gpt-fast": "pytorch", "torchao": "pytorch"}  # any other engine: scored as vLLM
 _TRTLLM_0_9 = re.compile(r"^v?0\.[0-9]([^0-9]|$)")  # 0.5-0.9: the releases before XQA was the GQA default
@@ -54,7 +59,7 @@ def engine_of(row: Row) -> str:
     if row["engine"] == "trtllm" and _TRTLLM_0_9.match(row["engine_version"]):
         return "trtllm_0_9"
     return ENGINES.get(row["engine"], "vllm")
-DTYPES = {"bf16", "fp16", "fp8", "int8", "int4", "fp32"}
+DTYPES = {"bf16", "fp16", "fp8", "fp4", "int8", "int4", "fp32"}
 _STEM = re.compile(r"^[a-z0-9][a-z0-9.\-]{0,60}$")
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)", re.M)
@@ -163,8 +168,10 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
     engine = engine_of(row)
     if engine not in PROFILES:
         return None, f"engine profile {engine} is not in the catalog"
-    static = "true" if metric in ("static_throughput", "ttft", "prefill") and batch > 1 else "false"
+    static = "true" if metric in ("static_throughput", "max_throughput", "ttft", "prefill") and batch > 1 else "false"
     total = int(float(prompt)) + int(float(output))
+    # the measured batch is the batch, except where the engine decides it (all requests at once)
+    cap = "" if metric == "max_throughput" else f"  max_num_seqs = {max(batch, 1)}\n"
     kind, base = models[model]
     # the measurement ran this length, whatever the model card says its context is
     text = f"""import "models/{model}"
@@ -190,8 +197,7 @@ deployment d {{
   pipeline_parallel = {pp}
   expert_parallel = {ep}
   batch = {batch}
-  max_num_seqs = {max(batch, 1)}
-  context = {total} tokens
+{cap}  context = {total} tokens
   static_batching = {static}
 }}
 """
@@ -220,6 +226,13 @@ def predict(rows: Iterable[Row]) -> list[Prediction]:
                 continue
             path.write_text(text, encoding="utf-8")
             result = compile_plan(path, shown=f"{row.file}:{row.line}")
+            if result.lowered is not None and row["metric"] == "max_throughput":
+                admitted = _admitted(row, result.lowered.values)
+                if admitted < 1:
+                    out.append(Prediction(row, measured, problem="the engine admits no request of this length"))
+                    continue
+                path.write_text(_with_batch(text, admitted), encoding="utf-8")
+                result = compile_plan(path, shown=f"{row.file}:{row.line}")
             if result.lowered is None:
                 first = next((d for d in result.diagnostics if d.is_error), None)
                 out.append(Prediction(row, measured, problem="the plan does not compile: "
@@ -228,7 +241,7 @@ def predict(rows: Iterable[Row]) -> list[Prediction]:
             values = result.lowered.values
             quantity, factor = METRICS[row["metric"]]
             scale = 1.0
-            if row["metric"] == "static_throughput":  # replicas of the setup run side by side
+            if row["metric"] in ("static_throughput", "max_throughput"):  # replicas of the setup run side by side
                 gpus = _count(row["gpus"]) or 1
                 scale = gpus / ((_count(row["tp"], 1) or 1) * (_count(row["pp"], 1) or 1))
             prediction = Prediction(row, measured, predicted=float(values[f"d.{quantity}"]) * factor * scale)
@@ -241,6 +254,19 @@ def predict(rows: Iterable[Row]) -> list[Prediction]:
             prediction.precision = "16-bit" if w in ("bf16", "fp16") else w
             out.append(prediction)
     return out
+
+
+def _admitted(row: Row, values: dict[str, object]) -> int:
+    """Requests the engine runs together: the requests there are, at most its cap, and as many
+    whole sequences (prompt and output) as its KV budget holds."""
+    requests = _count(row["batch"]) or 10**9
+    return int(min(requests, float(values["d.max_num_seqs"]), float(values["d.max_batch"])))  # type: ignore[arg-type]
+
+
+def _with_batch(text: str, batch: int) -> str:
+    text = re.sub(r"\n  batch = \d+\n", f"\n  batch = {batch}\n", text, count=1)
+    text = text.replace("\n  static_batching", f"\n  max_num_seqs = {batch}\n  static_batching", 1)
+    return re.sub(r"\n  static_batching = \w+\n", "\n  static_batching = true\n", text, count=1)
 
 
 def _p90(values: list[float]) -> float:
@@ -304,7 +330,10 @@ def render(groups: list[Group], predictions: list[Prediction], before: dict[str,
         "default. Nothing is fitted to these rows. Error is (predicted − measured) / measured, so a",
         "negative bias means predicted times are too short (optimistic) and, for throughputs, a positive",
         "bias means predicted throughput is too high (optimistic). The floor is the roofline at datasheet",
-        "peaks with no overheads: it must never exceed a measured step."
+        "peaks with no overheads: it must never exceed a measured step. A `max_throughput` row (all",
+        "requests at once, in-flight batching) runs as many requests together as the engine admits —",
+        "its cap, and whole sequences of KV reserved, as TensorRT-LLM's GUARANTEED_NO_EVICT does —",
+        "each group prefilled and then decoded to its end: a static-batch reading of in-flight batching."
         + (" *Before* is the physics of the previous release (one `mbu`, one roofline `max` per step),"
            " scored on the same rows." if before else ""),
         "",

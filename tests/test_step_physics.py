@@ -181,3 +181,15 @@ def test_small_gemms_leave_sms_idle(compile_text: Callable[[str], Compilation]) 
     # an 8,192-token chunk fills every SM but for the last wave's remainder
     long = values(compile_text(plan(prompt=8192), name="long.plan"))
     assert long["d.prefill_gemm_waves"] > 0.95
+
+
+def test_each_experts_tokens_fill_whole_tiles(compile_text: Callable[[str], Compilation]) -> None:
+    # vLLM's fused_moe pads every expert's tokens to the block size: Mixtral-8x7B (8 experts, 2 per
+    # token) at batch 256 gives each expert 64 tokens, half of a 128-row tile
+    v = values(compile_text(plan("mixtral-8x7b", batch=256, tp=2)))
+    assert float(v["d.experts_touched"]) == pytest.approx(1, abs=1e-12)
+    assert float(v["d.decode_expert_rows"]) == pytest.approx(64, rel=1e-12)
+    assert float(v["d.decode_expert_fill"]) == pytest.approx(0.5, rel=1e-12)
+    # at batch 1 the token's two experts each get one row
+    one = values(compile_text(plan("mixtral-8x7b", batch=1, tp=2), name="b1.plan"))
+    assert one["d.experts_touched"] == Fraction(1, 4) and one["d.decode_expert_rows"] == 1
