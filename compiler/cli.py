@@ -35,6 +35,7 @@ Examples:
   plan compile examples/100m_dau.plan --format pdf    # → 100m_dau.pdf (needs plan-compiler[pdf])
   plan check examples/100m_dau.plan                   # exit 1 if a check fails
   plan diff base.plan head.plan > comment.md          # what a change to a plan changes
+  plan explain E0302                                  # what a diagnostic code means
 """
 
 
@@ -292,6 +293,37 @@ def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, 
     for line in worse:
         click.echo(f"plan: worse than recorded: {line}", err=True)
     sys.exit(2 if problems else 1 if worse else 0)
+
+
+@main.command()
+@click.argument("code", metavar="CODE", required=False)
+def explain(code: str | None) -> None:
+    """Explain a diagnostic CODE (`plan explain E0302`): when it fires, an example, the
+    compiler's output and the fix, from the page in docs/errors/. Without CODE, list every code.
+    Exit 0, or 2 for a code that is not in the catalogue."""
+    from . import explain as ex
+    from .render_diagnostics import terminal_safe
+
+    if code is None:
+        click.echo(ex.listing(), nl=False)
+        return
+    wanted = ex.normalise(code)
+    text = ex.page(wanted)
+    if text is not None:
+        click.echo(text, nl=False)
+        return
+    shown = terminal_safe(code, 40, newlines=False)
+    close = ex.closest(wanted)
+    from .diagnostics import CODES
+
+    if wanted in CODES:  # in the catalogue, but the page did not ship: a broken installation
+        click.echo(f"error: no page for `{wanted}` in this installation of plan; "
+                   f"see docs/errors/{wanted}.md in the source", err=True)
+    else:
+        click.echo(f"error: `{shown}` is not a diagnostic code of plan", err=True)
+        hint = f"did you mean `{close}` ({CODES[close].title})? " if close else ""
+        click.echo(f"  = help: {hint}`plan explain` with no code lists every code", err=True)
+    sys.exit(2)
 
 
 @main.command("import-hf")
