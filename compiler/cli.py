@@ -196,14 +196,25 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
 
 @main.command()
 @click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
-@click.option("--diagnostics", "--format", "diag_fmt", type=click.Choice(["human", "short", "json"]),
-              default="human", show_default=True, help="how to print problems")
-def check(plan_file: Path, diag_fmt: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "human", "short"]), default="text",
+              show_default=True,
+              help="the checks as lines of text, or as one JSON document on stdout (the checks with their numbers "
+                   "and units, and the diagnostics); `human` and `short` are the older spellings of --diagnostics")
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
+              help="how to print problems on stderr  [default: human; with --format json they are in the document]")
+def check(plan_file: Path, fmt: str, diag_fmt: str | None) -> None:
     """Check FILE: exit 0 if every check passes, 1 if one fails, 2 if the plan is invalid."""
     from .pipeline import compile_plan
 
+    if fmt in ("human", "short"):  # `--format short` meant the diagnostics before --format json existed
+        diag_fmt, fmt = diag_fmt or fmt, "text"
     result = compile_plan(plan_file)
-    _diagnostics(result, diag_fmt)
+    if fmt == "json":
+        if diag_fmt is not None:
+            _diagnostics(result, diag_fmt)
+        _check_json(result)
+        sys.exit(result.exit_code)
+    _diagnostics(result, diag_fmt or "human")
     if not result.ok:
         sys.exit(2)
     from .render_diagnostics import terminal_safe
@@ -214,6 +225,24 @@ def check(plan_file: Path, diag_fmt: str) -> None:
         detail = (f": {c.left} vs {c.right}" if c.left else "") + (f", margin {c.margin}" if c.margin else "")
         click.echo(terminal_safe(f"{verdict}  {c.label}{detail}  ({c.location})", None, newlines=False))
     sys.exit(result.exit_code)
+
+
+def _check_json(result: Compilation) -> None:
+    """`plan check --format json`: one document (schema `plan.check/1`) with the checks and the
+    diagnostics, on stdout, for a valid plan and an invalid one alike."""
+    import json
+
+    from .render_diagnostics import to_json
+
+    checks: list[Any] = []
+    if result.ok:
+        from .report.view import build_document, checks_json
+
+        checks = checks_json(build_document(result), result)
+    document = {"schema": "plan.check/1", "plan": result.path, "version": __version__, "valid": result.ok,
+                "exit_code": result.exit_code, "failed": sum(not c["holds"] for c in checks),
+                "checks": checks, "diagnostics": to_json(result.diagnostics)}
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True))
 
 
 @main.command()

@@ -56,3 +56,58 @@ def test_explain_without_a_code_lists_the_catalogue() -> None:
     lines = out.splitlines()
     assert len(lines) == len(CODES)
     assert "E0302  error    dimension mismatch" in lines and "W0407  warning  physics advice" in lines
+
+
+# ---- plan check --format json -------------------------------------------------------------
+
+
+def test_check_json_gives_numbers_with_units_and_the_same_verdicts() -> None:
+    status, out, err = run("check", str(EXAMPLE), "--format", "json")
+    assert status == 0 and err == ""
+    data = json.loads(out)
+    assert data["schema"] == "plan.check/1" and data["valid"] is True and data["exit_code"] == 0
+    assert data["failed"] == 0 and data["diagnostics"] == []
+    text = run("check", str(EXAMPLE))[1].splitlines()
+    assert len(data["checks"]) == len(text) == 3
+    memory = data["checks"][0]
+    assert memory["label"] == "fits in memory at batch and context" and memory["holds"] is True
+    assert memory["comparison"] == "<=" and memory["location"] == f"{EXAMPLE}:55"
+    assert memory["left"]["unit"] == memory["right"]["unit"] == memory["margin"]["unit"] == "B"
+    assert memory["left"]["text"] == "55.81 GiB" and memory["margin"]["text"].startswith("17.03 GiB")
+    assert abs(memory["margin"]["value"] - (memory["right"]["value"] - memory["left"]["value"])) < 1
+    assert abs(memory["margin"]["relative"] - memory["margin"]["value"] / memory["right"]["value"]) < 1e-12
+    tpot = data["checks"][1]
+    assert tpot["left"]["unit"] == "s" and 0.02 < tpot["left"]["value"] < 0.04 and tpot["right"]["value"] == 0.04
+    # deterministic
+    assert run("check", str(EXAMPLE), "--format", "json")[1] == out
+
+
+def test_check_json_keeps_the_exit_codes(tmp_path: Path) -> None:
+    failing = tmp_path / "fail.plan"
+    failing.write_text("let a = 3 GB\ncheck a <= 2 GB \"small\"\ncheck a == a\n", encoding="utf-8")
+    status, out, _ = run("check", str(failing), "--format", "json")
+    data = json.loads(out)
+    assert status == 1 and data["exit_code"] == 1 and data["failed"] == 1
+    small, same = data["checks"]
+    assert small["holds"] is False and small["margin"]["value"] == -1e9 and small["margin"]["relative"] == -0.5
+    assert same["holds"] is True and same["comparison"] == "==" and same["margin"] is None
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n", encoding="utf-8")
+    status, out, err = run("check", str(bad), "--format", "json")
+    data = json.loads(out)
+    assert status == 2 and err == "" and data["valid"] is False and data["checks"] == []
+    assert [d["code"] for d in data["diagnostics"]] == ["E0302"] and data["diagnostics"][0]["primary"]["line"] == 1
+    # diagnostics on stderr as well when asked, and the old `--format short` still means them
+    status, _, err = run("check", str(bad), "--format", "json", "--diagnostics", "short")
+    assert status == 2 and err.startswith(f"{bad}:1:")
+    status, out, err = run("check", str(bad), "--format", "short")
+    assert status == 2 and out == "" and err.startswith(f"{bad}:1:")
+
+
+def test_check_json_is_documented() -> None:
+    from .test_report_json import _documented
+
+    documented = _documented()
+    data = json.loads(run("check", str(EXAMPLE), "--format", "json")[1])
+    assert documented["`plan check --format json`: schema `plan.check/1`"] == set(data)
+    assert all(set(c) == documented["check result"] for c in data["checks"])
