@@ -32,6 +32,7 @@ Examples:
   plan compile examples/100m_dau.plan -o doc.md
   plan compile examples/100m_dau.plan --format json -o -
   plan compile examples/100m_dau.plan --format html   # one self-contained page → 100m_dau.html
+  plan compile examples/100m_dau.plan -o doc.html     # the format follows -o's suffix
   plan compile examples/100m_dau.plan --format pdf    # → 100m_dau.pdf (needs plan-compiler[pdf])
   plan check examples/100m_dau.plan                   # exit 1 if a check fails
   plan diff base.plan head.plan > comment.md          # what a change to a plan changes
@@ -94,17 +95,19 @@ def _diagnostics(compilation: object, fmt: str) -> None:
 @click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True),
               help="where to write the report (default: FILE's name with the format's suffix, in the current directory; `-` for stdout)")
-@click.option("--format", "fmt", type=click.Choice(["md", "json", "html", "pdf"]), default="md", show_default=True,
-              help="report format: Markdown, JSON, one self-contained HTML page, or PDF (needs `plan-compiler[pdf]`)")
+@click.option("--format", "fmt", type=click.Choice(["md", "json", "html", "pdf"]), default=None,
+              help="report format: Markdown, JSON, one self-contained HTML page, or PDF (needs `plan-compiler[pdf]`)  "
+                   "[default: from -o's suffix (.md, .json, .html, .pdf), else md]")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems  [default: json with --format json, else human]")
 @click.option("--figures", is_flag=True,
               help="Markdown: also draw the plots (needs `plan-compiler[pdf]`) as SVG files in a folder beside the "
                    "report, `<report>.figures/`, linked from it (HTML and PDF always carry them inline)")
-def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None, figures: bool) -> None:
+def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str | None, figures: bool) -> None:
     """Compile FILE into a design document."""
     from .pipeline import compile_plan
 
+    fmt = _output_format(output, fmt, ("md", "json", "html", "pdf"))
     stem = "stdin" if str(plan_file) == "-" else plan_file.stem
     target = output if output is not None else Path(stem + "." + fmt)
     if figures and (fmt != "md" or str(target) == "-"):
@@ -122,6 +125,26 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None
     data = _report(fmt, doc, result, links)
     _emit(target, data, f" ({result.failed_checks} check(s) failed)" if result.failed_checks else "")
     sys.exit(result.exit_code)
+
+
+SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".json": "json", ".html": "html", ".htm": "html", ".pdf": "pdf"}
+A_FORMAT = {"md": "a Markdown", "json": "a JSON", "html": "an HTML", "pdf": "a PDF"}
+
+
+def _output_format(output: Path | None, fmt: str | None, allowed: tuple[str, ...]) -> str:
+    """The format of a report: `--format` if given, else the one `-o`'s suffix names, else the
+    first of `allowed`. A `--format` that contradicts the suffix, or a suffix of a format this
+    command does not write, is a usage error (exit 2) that names both."""
+    suffix = output.suffix.lower() if output is not None and str(output) != "-" else ""
+    named = SUFFIX_FORMATS.get(suffix)
+    if named is not None and fmt is not None and named != fmt:
+        raise click.UsageError(f"--format {fmt} contradicts -o {output}, whose suffix `{suffix}` names "
+                               f"{A_FORMAT[named]} file: drop --format, or give -o a `.{fmt}` name")
+    if named is not None and named not in allowed:
+        writes = " or ".join(A_FORMAT[a].split(" ", 1)[1] for a in allowed)
+        raise click.UsageError(f"-o {output} names {A_FORMAT[named]} file, which this command does not write "
+                               f"(it writes {writes})")
+    return fmt or named or allowed[0]
 
 
 def _emit(target: Path, data: str | bytes, detail: str = "") -> None:
@@ -181,14 +204,21 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
         from .report.view import document_json
 
         return render_markdown(doc, figures or []) if fmt == "md" else render_json(document_json(doc, result))
-    from .report.html import figures_of, render_html
+    from .report.html import drawable_figures, render_html
 
     if fmt == "html":
-        return render_html(doc, figures_of(result))
-    from .report.pdf import PdfUnavailable, render_pdf
+        drawn, missing = drawable_figures(result)
+        if missing:  # the page is still whole without its plots: say so, and write it
+            click.echo(f"plan: warning: the HTML report has no figures: {missing}", err=True)
+        return render_html(doc, drawn)
+    from .report.pdf import PdfUnavailable, render_pdf, require_weasyprint
 
     try:
-        return render_pdf(doc, figures_of(result))
+        require_weasyprint()  # before the figures are drawn, which takes seconds
+        drawn, missing = drawable_figures(result)
+        if missing:  # the printed document without its figures is not the one asked for
+            raise PdfUnavailable(f"the PDF report needs its figures: {missing}")
+        return render_pdf(doc, drawn)
     except PdfUnavailable as exc:
         click.echo(f"plan: {exc}", err=True)
         sys.exit(2)
@@ -250,15 +280,17 @@ def _check_json(result: Compilation) -> None:
 @click.argument("head_file", metavar="HEAD", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True), default="-",
               help="where to write the comparison (default: stdout)")
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
-              help="Markdown for a pull-request comment, or JSON")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default=None,
+              help="Markdown for a pull-request comment, or JSON  [default: from -o's suffix, else md]")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems  [default: json with --format json, else human]")
-def diff(base_file: Path, head_file: Path, output: Path, fmt: str, diag_fmt: str | None) -> None:
+def diff(base_file: Path, head_file: Path, output: Path, fmt: str | None, diag_fmt: str | None) -> None:
     """Compare two versions of a plan: the summary, checks and answers side by side, and every
     input and derived quantity that changed. Exit 0, or 1 if a check of HEAD fails, or 2 (and
     nothing written) if either plan is invalid."""
     from .pipeline import compile_plan
+
+    fmt = _output_format(output, fmt, ("md", "json"))
 
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     base, head = compile_plan(base_file), compile_plan(head_file)

@@ -111,3 +111,68 @@ def test_check_json_is_documented() -> None:
     data = json.loads(run("check", str(EXAMPLE), "--format", "json")[1])
     assert documented["`plan check --format json`: schema `plan.check/1`"] == set(data)
     assert all(set(c) == documented["check result"] for c in data["checks"])
+
+
+# ---- the report format follows -o; missing optional libraries are said -------------------
+
+
+def test_the_format_follows_the_output_suffix(tmp_path: Path) -> None:
+    for name, starts in (("doc.json", b"{"), ("doc.html", b"<!DOCTYPE html>"), ("doc.md", b"# Chat assistant"),
+                         ("doc.MARKDOWN", b"# Chat assistant"), ("doc.txt", b"# Chat assistant")):
+        status, _, err = run("compile", str(EXAMPLE), "-o", str(tmp_path / name))
+        assert status == 0, (name, err)
+        assert (tmp_path / name).read_bytes().lstrip().startswith(starts), name
+    # an explicit --format that agrees with the suffix is fine; --format wins over an unknown suffix
+    assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "agree.json"))[0] == 0
+    assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "report.txt"))[0] == 0
+    assert (tmp_path / "report.txt").read_text(encoding="utf-8").startswith("{")
+    status, out, _ = run("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(tmp_path / "diff.json"))
+    assert status == 0 and json.loads((tmp_path / "diff.json").read_text(encoding="utf-8"))
+
+
+def test_a_format_that_contradicts_the_suffix_is_a_usage_error(tmp_path: Path) -> None:
+    status, _, err = run("compile", str(EXAMPLE), "--format", "pdf", "-o", str(tmp_path / "out.html"))
+    assert status == 2
+    assert "--format pdf contradicts -o" in err and "out.html" in err and "an HTML file" in err
+    status, _, err = run("diff", str(EXAMPLE), str(EXAMPLE), "--format", "md", "-o", str(tmp_path / "d.json"))
+    assert status == 2 and "--format md contradicts" in err and "a JSON file" in err
+    status, _, err = run("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(tmp_path / "d.pdf"))
+    assert status == 2 and "does not write" in err and "Markdown or JSON" in err
+    assert not list(tmp_path.iterdir())
+
+
+def _without(monkeypatch: object, *modules: str) -> None:
+    """Make `import module` fail as it does where the library is not installed."""
+    import sys
+
+    for name in list(sys.modules):
+        if any(name == m or name.startswith(m + ".") for m in modules):
+            monkeypatch.delitem(sys.modules, name)  # type: ignore[attr-defined]
+    for m in modules:
+        monkeypatch.setitem(sys.modules, m, None)  # type: ignore[attr-defined]
+
+
+def test_html_without_matplotlib_says_its_figures_are_missing(tmp_path: Path, monkeypatch: object) -> None:
+    _without(monkeypatch, "matplotlib")
+    out = tmp_path / "doc.html"
+    status, _, err = run("compile", str(EXAMPLE), "-o", str(out))
+    assert status == 0 and out.is_file()
+    assert "plan: warning: the HTML report has no figures" in err and "pip install 'plan-compiler[pdf]'" in err
+    assert "<figure" not in out.read_text(encoding="utf-8")  # with matplotlib the page has 7
+    # a plan that has no figures to draw says nothing
+    plain = tmp_path / "plain.plan"
+    plain.write_text("let a = 1 GB\ncheck a < 2 GB\n", encoding="utf-8")
+    status, _, err = run("compile", str(plain), "-o", str(tmp_path / "plain.html"))
+    assert status == 0 and "figures" not in err
+
+
+def test_pdf_and_figures_without_their_libraries_are_errors(tmp_path: Path, monkeypatch: object) -> None:
+    _without(monkeypatch, "matplotlib")
+    status, _, err = run("compile", str(EXAMPLE), "-o", str(tmp_path / "doc.pdf"))
+    assert status == 2 and "matplotlib" in err and "pip install 'plan-compiler[pdf]'" in err
+    status, _, err = run("compile", str(EXAMPLE), "--figures", "-o", str(tmp_path / "doc.md"))
+    assert status == 2 and "matplotlib" in err and "pip install 'plan-compiler[pdf]'" in err
+    _without(monkeypatch, "weasyprint")
+    status, _, err = run("compile", str(EXAMPLE), "--format", "pdf", "-o", str(tmp_path / "doc.pdf"))
+    assert status == 2 and "WeasyPrint" in err and "pip install 'plan-compiler[pdf]'" in err
+    assert not (tmp_path / "doc.pdf").exists()
