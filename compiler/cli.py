@@ -36,6 +36,7 @@ Examples:
   plan compile examples/100m_dau.plan --format pdf    # → 100m_dau.pdf (needs plan-compiler[pdf])
   plan check examples/100m_dau.plan                   # exit 1 if a check fails
   plan diff base.plan head.plan > comment.md          # what a change to a plan changes
+  plan flags examples/100m_dau.plan                   # vllm serve ... --max-num-seqs 64  ← chat.batch
   plan explain E0302                                  # what a diagnostic code means
 """
 
@@ -354,6 +355,44 @@ def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, 
     for line in worse:
         click.echo(f"plan: worse than recorded: {line}", err=True)
     sys.exit(2 if problems else 1 if worse else 0)
+
+
+@main.command()
+@click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
+@click.option("--engine", type=click.Choice(["vllm", "sglang", "trtllm"]), default=None,
+              help="print this engine's flags  [default: the engine each deployment names (`engine`, default vllm)]")
+@click.option("--deployment", metavar="NAME", default=None, help="only the deployment NAME  [default: every one]")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="the commands with each flag's quantity, or the same as JSON")
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
+              show_default=True, help="how to print problems")
+def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str, diag_fmt: str) -> None:
+    """Print the engine launch command of each deployment of FILE, every flag with the quantity of
+    the compiled plan that gives it (`--max-num-seqs 64  ← chat.batch`). The command is printed,
+    never run. Exit 0, 1 if a check of the plan fails (the flags are printed all the same), or 2
+    if the plan is invalid or has no deployment."""
+    from . import flags as fl
+    from .pipeline import compile_plan
+    from .render_diagnostics import terminal_safe
+
+    result = compile_plan(plan_file)
+    _diagnostics(result, diag_fmt)
+    if not result.ok:
+        sys.exit(2)
+    try:
+        items = fl.launches(result, engine=engine, deployment=deployment)
+    except fl.FlagsProblem as problem:
+        click.echo(terminal_safe(f"error: {problem.message}", None, newlines=False), err=True)
+        click.echo(terminal_safe(f"  = help: {problem.help}", None, newlines=False), err=True)
+        sys.exit(2)
+    if fmt == "json":
+        click.echo(fl.render_json(items, result.path), nl=False)
+    else:
+        click.echo(terminal_safe(fl.render_text(items), None), nl=False)
+    if result.failed_checks:
+        click.echo(f"plan: {result.failed_checks} check(s) of the plan failed: these flags launch a plan that "
+                   "does not meet them", err=True)
+    sys.exit(result.exit_code)
 
 
 @main.command()

@@ -176,3 +176,176 @@ def test_pdf_and_figures_without_their_libraries_are_errors(tmp_path: Path, monk
     status, _, err = run("compile", str(EXAMPLE), "--format", "pdf", "-o", str(tmp_path / "doc.pdf"))
     assert status == 2 and "WeasyPrint" in err and "pip install 'plan-compiler[pdf]'" in err
     assert not (tmp_path / "doc.pdf").exists()
+
+
+# ---- plan flags ---------------------------------------------------------------------------
+
+SMALL = """import "models/llama-3.1-8b"
+import "hardware/h100-sxm"
+traffic t {
+  daily_active_users = 1 M users
+  requests_per_user = 10 requests/user/day
+  peak_factor = 2
+  prompt_tokens = 1000 tokens
+  output_tokens = 200 tokens
+}
+deployment d {
+  model = MODEL
+  hardware = h100_sxm
+  traffic = t
+  batch = 32
+  tensor_parallel = 2
+  DEPLOYMENT
+}
+EXTRA
+"""
+
+
+def small(tmp_path: Path, deployment: str = "", extra: str = "", model: str = "llama_3_1_8b") -> Path:
+    path = tmp_path / "small.plan"
+    path.write_text(SMALL.replace("DEPLOYMENT", deployment).replace("EXTRA", extra).replace("MODEL", model),
+                    encoding="utf-8")
+    return path
+
+
+def flags_json(*args: str) -> tuple[int, dict, str]:
+    status, out, err = run("flags", *args, "--format", "json")
+    return status, (json.loads(out) if out else {}), err
+
+
+def test_flags_of_the_flagship_trace_every_value_to_its_quantity() -> None:
+    status, out, err = run("flags", str(EXAMPLE))
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("# deployment chat, vLLM (engine vllm): launch it on each of ")
+    assert lines[1] == "vllm serve meta-llama/Llama-3.1-70B  ← llama_3_1_70b (the checkpoint its catalog file names)"
+    rows = {line.split("←")[0].strip(): line.split("←")[1].strip() for line in lines[2:] if "←" in line}
+    assert rows["--tensor-parallel-size 4"] == "chat.tensor_parallel"
+    assert rows["--max-num-seqs 64"].startswith("chat.batch (the planned batch")
+    assert rows["--gpu-memory-utilization 0.92"] == "chat.memory_utilization"
+    assert rows["--max-num-batched-tokens 8192"] == "chat.prefill_chunk"
+    assert rows["--kv-cache-dtype auto"].startswith("chat.kv (bf16")
+    assert rows["--block-size 16"] == "chat.kv_block_size"
+    assert rows["--pipeline-parallel-size 1"] == "chat.pipeline_parallel"
+    assert rows["--max-model-len 7000"].startswith("chat.context")
+    assert rows["--quantization fp8"].startswith("chat.weights")
+    assert "--enable-expert-parallel" not in out  # a dense model
+    assert lines[-1].startswith("vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4 ")
+    assert run("flags", str(EXAMPLE))[1] == out  # deterministic
+
+
+def test_flags_values_are_the_compiled_values(tmp_path: Path) -> None:
+    from planc.flags import decimal
+    from planc.pipeline import compile_plan
+
+    plan = small(tmp_path)
+    values = compile_plan(plan).lowered.values
+    for engine in ("vllm", "sglang", "trtllm"):
+        status, data, err = flags_json(str(plan), "--engine", engine)
+        assert status == 0, err
+        (launch,) = data["deployments"]
+        assert launch["engine"] == engine and launch["plan_engine"] == "vllm"
+        checked = 0
+        for f in launch["flags"] + launch["config"]:
+            if f["quantities"] == [f["quantity"]] and f["quantity"] in values and f["value"] not in (None, "auto"):
+                assert f["value"] == decimal(values[f["quantity"]]), f
+                checked += 1
+        assert checked >= 6, engine
+        assert all("." not in f["value"] for f in launch["flags"] if f["flag"] in ("--tp", "--tp_size", "--max-num-seqs"))
+        # the words of the command are the flags in order, and the command line is their quoted join
+        words = launch["argv"]
+        assert " ".join(words) == launch["command"]
+        assert any("--engine" in n for n in launch["notes"]) or engine == "vllm"
+
+
+def test_flags_follow_the_deployments_engine(tmp_path: Path) -> None:
+    status, data, _ = flags_json(str(small(tmp_path, "engine = sglang")))
+    (launch,) = data["deployments"]
+    assert status == 0 and launch["engine"] == "sglang" and launch["argv"][:4] == [
+        "python", "-m", "sglang.launch_server", "--model-path"]
+    by_flag = {f["flag"]: f for f in launch["flags"]}
+    assert by_flag["--tp"]["value"] == "2" and by_flag["--max-running-requests"]["quantity"] == "d.batch"
+    assert by_flag["--chunked-prefill-size"]["quantity"] == "d.prefill_chunk"
+    assert by_flag["--page-size"]["value"] == "1"  # SGLang's own page size, from engines/sglang
+    assert by_flag["--mem-fraction-static"]["quantities"] == ["d.weight_bytes_per_device", "d.kv_budget", "h100_sxm.memory"]
+    assert 0.5 < float(by_flag["--mem-fraction-static"]["value"]) < 1
+    assert launch["notes"] == []
+    # an engine based on a catalog engine is of its family; TensorRT-LLM's free fraction is its own 0.9
+    status, data, _ = flags_json(str(small(tmp_path, "engine = trtllm_0_9_xqa")))
+    (launch,) = data["deployments"]
+    assert launch["engine"] == "trtllm" and launch["plan_engine"] == "trtllm_0_9_xqa"
+    by_flag = {f["flag"]: f for f in launch["flags"]}
+    assert by_flag["--kv_cache_free_gpu_memory_fraction"]["value"] == "0.9"
+    assert by_flag["--max_batch_size"]["value"] == "32" and by_flag["--tp_size"]["value"] == "2"
+    assert by_flag["--extra_llm_api_options"]["value"] == "d-trtllm.yaml"
+    assert {c["flag"]: c["value"] for c in launch["config"]} == {  # the 0.9 releases ran without CUDA graphs
+        "kv_cache_config.dtype": "auto", "kv_cache_config.tokens_per_block": "32", "cuda_graph_config": "null"}
+    status, data, _ = flags_json(str(small(tmp_path, "engine = mine", "engine mine = sglang { step_overhead = 0.3 ms }")))
+    assert data["deployments"][0]["engine"] == "sglang"
+
+
+def test_flags_for_precisions_switches_and_experts(tmp_path: Path) -> None:
+    plan = small(tmp_path, "kv = fp8\n  weights = fp8\n  cuda_graphs = false")
+    out = run("flags", str(plan))[1]
+    assert "--kv-cache-dtype fp8" in out and "--quantization fp8" in out and "--enforce-eager  " in out
+    out = run("flags", str(plan), "--engine", "sglang")[1]
+    assert "--kv-cache-dtype fp8_e4m3" in out and "--disable-cuda-graph" in out
+    out = run("flags", str(plan), "--engine", "trtllm")[1]
+    assert "  dtype: fp8" in out and "cuda_graph_config: null" in out and "FP8 checkpoint" in out
+    moe = REPO / "examples" / "mla_deepseek_v3.plan"
+    status, data, _ = flags_json(str(moe))
+    (launch,) = data["deployments"]
+    ep = [f for f in launch["flags"] if f["flag"] == "--enable-expert-parallel"]
+    assert status == 0 and ep and ep[0]["value"] is None and ep[0]["quantity"] == "reasoning.expert_parallel"
+    assert launch["checkpoint"] == "deepseek-ai/DeepSeek-V3"
+    assert any("fp8_block" in n for n in launch["notes"])
+    assert "--ep-size 8 " in run("flags", str(moe), "--engine", "sglang")[1]
+
+
+def test_flags_select_a_deployment_and_say_what_is_wrong(tmp_path: Path) -> None:
+    pools = REPO / "examples" / "mixed_precision_pools.plan"
+    status, data, _ = flags_json(str(pools))
+    assert status == 0 and [d["deployment"] for d in data["deployments"]] == ["paid_pool", "free_pool"]
+    status, data, _ = flags_json(str(pools), "--deployment", "free_pool")
+    assert [d["deployment"] for d in data["deployments"]] == ["free_pool"]
+    status, out, err = run("flags", str(pools), "--deployment", "free_pol")
+    assert status == 2 and out == "" and "has no deployment `free_pol`" in err and "did you mean `free_pool`?" in err
+    # no deployment at all
+    plain = tmp_path / "plain.plan"
+    plain.write_text("let a = 1 GB\n", encoding="utf-8")
+    status, out, err = run("flags", str(plain))
+    assert status == 2 and out == "" and "declares no deployment" in err and "= help:" in err
+    # an engine of no known family
+    status, out, err = run("flags", str(small(tmp_path, "engine = pytorch")))
+    assert status == 2 and "engine `pytorch`" in err and "--engine vllm|sglang|trtllm" in err
+    assert run("flags", str(small(tmp_path, "engine = pytorch")), "--engine", "vllm")[0] == 0
+    # an invalid plan is its diagnostics
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n", encoding="utf-8")
+    status, out, err = run("flags", str(bad))
+    assert status == 2 and out == "" and "error[E0302]" in err
+
+
+def test_flags_of_a_model_without_a_checkpoint_and_a_failing_check(tmp_path: Path) -> None:
+    plan = small(tmp_path, extra='decoder student = llama_3_1_8b { layers = 16 }\ncheck d.tpot < 1 us "fast"',
+                 model="student")
+    status, out, err = run("flags", str(plan))
+    assert status == 1 and "check(s) of the plan failed" in err
+    assert "vllm serve student  ← student\n" in out and "names no published checkpoint" in out
+
+
+def test_flags_page_shows_what_the_command_prints() -> None:
+    import re
+
+    page = (REPO / "docs" / "flags.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n\$ plan flags examples/100m_dau.plan\n(.*?)```", page, re.S)
+    assert block is not None
+    shown = [line for line in block.group(1).splitlines() if line and not line.endswith("...")]
+    actual = run("flags", str(EXAMPLE))[1].replace(str(EXAMPLE), "examples/100m_dau.plan").splitlines()
+    # the replica count of the headline moves with the physics; the page need not follow it
+    import re as _re
+
+    def steady(lines: list[str]) -> list[str]:
+        return [_re.sub(r"\d+ replicas", "N replicas", line) for line in lines]
+
+    assert steady(shown) == steady([line for line in actual if line][: len(shown)])
