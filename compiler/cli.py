@@ -36,6 +36,7 @@ Examples:
   plan compile examples/100m_dau.plan --format pdf    # → 100m_dau.pdf (needs plan-compiler[pdf])
   plan check examples/100m_dau.plan                   # exit 1 if a check fails
   plan diff base.plan head.plan > comment.md          # what a change to a plan changes
+  plan init --model llama-3.1-70b --hardware h200 -o my.plan   # a starter plan that compiles
   plan flags examples/100m_dau.plan                   # vllm serve ... --max-num-seqs 64  ← chat.batch
   plan explain E0302                                  # what a diagnostic code means
 """
@@ -393,6 +394,49 @@ def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str,
         click.echo(f"plan: {result.failed_checks} check(s) of the plan failed: these flags launch a plan that "
                    "does not meet them", err=True)
     sys.exit(result.exit_code)
+
+
+@main.command()
+@click.option("--model", default="llama-3.1-8b", show_default=True, metavar="STEM",
+              help="the catalog model: a file of the stdlib's models/ without `.plan` (`plan init --list`)")
+@click.option("--hardware", default="h100-sxm", show_default=True, metavar="STEM",
+              help="the accelerator: a file of the stdlib's hardware/ without `.plan`")
+@click.option("--dau", default="1M", show_default=True, metavar="N",
+              help="daily active users: a number with an optional k, M or G (`100M`, `2.5k`)")
+@click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True), default=None,
+              help="where to write the plan (`-` for stdout); an existing file is kept unless --force")
+@click.option("--force", is_flag=True, help="overwrite FILE if it exists")
+@click.option("--list", "list_choices", is_flag=True, help="list the models and accelerators to choose from")
+def init(model: str, hardware: str, dau: str, output: Path | None, force: bool, list_choices: bool) -> None:
+    """Write a commented starter plan (-o FILE) for a catalog model on a catalog accelerator: traffic,
+    a deployment with its main knobs at their defaults, two checks and a summary. Its tensor
+    parallelism and batch are chosen so that it compiles with exit 0. Exit 0 when written, 2 on
+    an unknown model or accelerator, an existing FILE, or a pair no tensor parallelism up to 64 serves."""
+    from . import starter as st
+    from .render_diagnostics import terminal_safe
+
+    def fail(message: str, help: str) -> None:
+        click.echo(terminal_safe(f"error: {message}", None, newlines=False), err=True)
+        click.echo(terminal_safe(f"  = help: {help}", None, newlines=False), err=True)
+        sys.exit(2)
+
+    if list_choices:
+        click.echo("models:   " + " ".join(st.choices("models")))
+        click.echo("hardware: " + " ".join(st.choices("hardware")))
+        return
+    if output is None:
+        raise click.UsageError("say where to write the plan: -o FILE (or -o - for stdout)")
+    users = st.parse_users(dau)
+    if users is None:
+        raise click.BadParameter(f"`{terminal_safe(dau, 40, newlines=False)}` is not a number of users such as "
+                                 "`1M`, `250k` or `100000`", param_hint="--dau")
+    if str(output) != "-" and output.exists() and not force:
+        fail(f"{output} exists", "choose another name, or pass --force to overwrite it")
+    try:
+        text = st.starter(model, hardware, users)
+    except st.StarterProblem as problem:
+        fail(problem.message, problem.help)
+    _emit(output, text, f" ({model} on {hardware}; next: plan compile {output})" if str(output) != "-" else "")
 
 
 @main.command()

@@ -349,3 +349,79 @@ def test_flags_page_shows_what_the_command_prints() -> None:
         return [_re.sub(r"\d+ replicas", "N replicas", line) for line in lines]
 
     assert steady(shown) == steady([line for line in actual if line][: len(shown)])
+
+
+# ---- plan init ----------------------------------------------------------------------------
+
+STARTER_HARDWARE = ("h100-sxm", "h200", "mi300x")
+
+
+def test_every_catalog_model_gets_a_starter_that_compiles(tmp_path: Path) -> None:
+    """Every model of the stdlib on a few accelerators: the starter compiles with exit 0 (warnings,
+    such as a replica wider than a scale-up domain, allowed), and its two checks hold."""
+    import time
+
+    from planc import starter
+    from planc.pipeline import compile_plan
+
+    started = time.monotonic()
+    models = starter.choices("models")
+    assert len(models) >= 20 and "llama-3.1-70b" in models
+    for hardware in STARTER_HARDWARE:
+        for model in models:
+            path = tmp_path / f"{model}-{hardware}.plan"
+            path.write_text(starter.starter(model, hardware), encoding="utf-8")
+            result = compile_plan(path)
+            assert result.exit_code == 0, (model, hardware, [d.message for d in result.diagnostics])
+            assert len(result.lowered.checks) == 2 and all(c.holds for c in result.lowered.checks)
+            assert len(result.lowered.summary) == 4
+    assert time.monotonic() - started < 60  # about 15 s on a CI machine
+
+
+def test_init_writes_a_commented_starter(tmp_path: Path) -> None:
+    out = tmp_path / "my.plan"
+    status, _, err = run("init", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--dau", "100M", "-o", str(out))
+    assert status == 0 and f"wrote {out}" in err
+    text = out.read_text(encoding="utf-8")
+    assert 'import "models/llama-3.1-70b"' in text and 'import "hardware/h100-sxm"' in text
+    assert "traffic chat_traffic {" in text and "deployment chat {" in text
+    assert "daily_active_users = 100 M users" in text
+    assert "tensor_parallel = 4 " in text and "batch = 64 " in text  # what the flagship chose by hand
+    # the main knobs, commented, with their defaults and sources from the installed stdlib
+    assert "  # weights = bf16\n" in text and "  # tpot_slo = 40 ms\n" in text and "  # engine = vllm\n" in text
+    assert "(source: physics.md §14 worked example: TPOT SLO 40 ms)" in text
+    assert text.count("\ncheck ") == 2 and "\nsummary chat.devices" in text
+    status, _, _ = run("check", str(out))
+    assert status == 0
+    # every commented knob, uncommented, still compiles: the defaults are written as the kind has them
+    knobs = tmp_path / "knobs.plan"
+    knobs.write_text(text.replace("  # weights = ", "  weights = ").replace("  # kv = ", "  kv = ")
+                     .replace("  # engine = ", "  engine = ").replace("  # context = ", "  context = ")
+                     .replace("  # memory_utilization = ", "  memory_utilization = ")
+                     .replace("  # tpot_slo = ", "  tpot_slo = "), encoding="utf-8")
+    assert run("check", str(knobs))[0] == 0
+    # the same arguments give the same bytes; an existing file is kept unless --force
+    status, _, err = run("init", "--model", "llama-3.1-70b", "--dau", "100M", "-o", str(out))
+    assert status == 2 and "exists" in err and "--force" in err
+    assert run("init", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--dau", "100M", "-o", str(out),
+               "--force")[0] == 0
+    assert out.read_text(encoding="utf-8") == text
+    status, stdout, _ = run("init", "--model", "llama-3.1-70b", "--dau", "100M", "-o", "-")
+    assert status == 0 and stdout == text
+
+
+def test_init_refuses_what_it_cannot_write(tmp_path: Path) -> None:
+    status, out, err = run("init", "--model", "lama-3.1-8b", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "no model `lama-3.1-8b`" in err and "did you mean `llama-3.1-8b`" in err
+    status, _, err = run("init", "--hardware", "h100", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "did you mean `h100-pcie` or `h100-sxm`" in err
+    status, _, err = run("init", "--dau", "1e6; rm -rf /", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "--dau" in err
+    status, _, err = run("init")
+    assert status == 2 and "-o FILE" in err
+    # a pair no tensor parallelism serves: said, with the reason at the largest degree tried
+    status, _, err = run("init", "--model", "llama-3.1-405b", "--hardware", "l4", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "no tensor-parallel degree up to 64" in err and "at tensor parallel" in err
+    assert not list(tmp_path.iterdir())
+    status, out, _ = run("init", "--list")
+    assert status == 0 and "llama-3.1-70b" in out and "h100-sxm" in out
