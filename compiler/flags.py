@@ -113,10 +113,8 @@ def deployments(compilation: Any) -> list[str]:
 
 
 def family_of(el: Any, engine: str) -> str | None:
-    for name in (engine, *el.bases.get(engine, ())):
-        if name in FAMILIES:
-            return name
-    return None
+    names: tuple[str, ...] = (engine, *el.bases.get(engine, ()))
+    return next((name for name in names if name in FAMILIES), None)
 
 
 def launches(compilation: Any, engine: str | None = None, deployment: str | None = None) -> list[Launch]:
@@ -124,7 +122,12 @@ def launches(compilation: Any, engine: str | None = None, deployment: str | None
     assert lowered is not None, "flags are read from a plan that compiled"
     names = deployments(compilation)
     if not names:
-        raise FlagsProblem(f"`{compilation.path}` declares no deployment",
+        el = lowered.elaborated
+        others = [n for n in dict.fromkeys(el.main_instances) if el.kinds.get(n, ("",))[0].endswith("deployment")]
+        verb = "is a" if len(others) == 1 else "are each a"
+        what = (f"; {', '.join(f'`{n}`' for n in others)} {verb} `{el.kinds[others[0]][0]}`, which runs on no LLM engine"
+                if others else "")
+        raise FlagsProblem(f"`{compilation.path}` declares no deployment{what}",
                            "`plan flags` prints the engine command of each `deployment` instance of the plan; "
                            "`plan init` writes a starter plan with one")
     if deployment is not None:
@@ -153,7 +156,8 @@ def _launch(d: _Deployment, override: str | None) -> Launch:
     model, hardware = d.static("model") or "", d.static("hardware") or ""
     checkpoint = _checkpoint(d, model)
     flags = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}[family](d, model, hardware)
-    config_file, config = None, ()
+    config_file: str | None = None
+    config: tuple[Flag, ...] = ()
     if family == "trtllm":
         config_file = f"{d.name}-trtllm.yaml"
         config = _trtllm_options(d)

@@ -36,7 +36,7 @@ DEPLOYMENT, TRAFFIC = "chat", "chat_traffic"
 # the deployment's main knobs, listed in the starter at their defaults
 KNOBS = ("weights", "kv", "engine", "pipeline_parallel", "context", "memory_utilization", "utilization_target",
          "ttft_slo", "tpot_slo", "regions", "spare_replicas", "prefix_hit_rate")
-_DECL = re.compile(r"^([a-z_][a-z0-9_]*)\s+([a-z_][a-z0-9_]*)\s*(?:=\s*[a-z_][a-z0-9_]*\s*)?\{", re.M)
+_DECL = re.compile(r"^([a-z_][a-z0-9_]*)\s+([a-z_][a-z0-9_]*)\s*(?:=\s*[a-z_][a-z0-9_]*\s*)?\{", re.MULTILINE)
 _USERS = re.compile(r"(\d{1,12}(?:\.\d{1,6})?)\s*([kMG]?)")
 
 
@@ -63,7 +63,7 @@ def unknown(stem: str, folder: str) -> StarterProblem | None:
     close = list(dict.fromkeys([c for c in known if stem and c.startswith(stem)]
                                + difflib.get_close_matches(stem, known, n=3, cutoff=0.5)))[:3]
     hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
-    return StarterProblem(f"no {folder[:-1] if folder.endswith('s') else folder} `{stem}` in the stdlib's {folder}/",
+    return StarterProblem(f"no {folder.removesuffix('s')} `{stem}` in the stdlib's {folder}/",
                           f"{hint}choose one of: {', '.join(known)}")
 
 
@@ -137,7 +137,7 @@ def _text(model: _Catalog, hardware: _Catalog, users: str, tp: int, batch: int, 
     d, t = DEPLOYMENT, TRAFFIC
     lines = [
         f"# A starter plan written by `plan init` (plan {__version__}): {model.title} on {hardware.title}.",
-        f"# Compile it into a design document with `plan compile FILE -o design.md`, gate on it with",
+        "# Compile it into a design document with `plan compile FILE -o design.md`, gate on it with",
         "# `plan check FILE`, and print the engine command it implies with `plan flags FILE`.",
         "# The language: docs/language.md; a diagnostic's code: `plan explain CODE`.",
         f'title "{model.title} on {hardware.title} for {users.replace(" users", "")} daily active users"',
@@ -156,7 +156,7 @@ def _text(model: _Catalog, hardware: _Catalog, users: str, tp: int, batch: int, 
         "  # output_tokens_p99 = output_tokens",
         "}",
         "",
-        f"# One model on one accelerator type, replicated for the traffic; `plan flags` turns it into an engine command.",
+        "# One model on one accelerator type, replicated for the traffic; `plan flags` turns it into an engine command.",
         f"deployment {d} {{",
         f"  model = {model.instance}",
         f"  hardware = {hardware.instance}",

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from planc.cli import main
 from planc.diagnostics import CODES
 
@@ -126,7 +125,7 @@ def test_the_format_follows_the_output_suffix(tmp_path: Path) -> None:
     assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "agree.json"))[0] == 0
     assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "report.txt"))[0] == 0
     assert (tmp_path / "report.txt").read_text(encoding="utf-8").startswith("{")
-    status, out, _ = run("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(tmp_path / "diff.json"))
+    status, _, _ = run("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(tmp_path / "diff.json"))
     assert status == 0 and json.loads((tmp_path / "diff.json").read_text(encoding="utf-8"))
 
 
@@ -315,6 +314,8 @@ def test_flags_select_a_deployment_and_say_what_is_wrong(tmp_path: Path) -> None
     plain.write_text("let a = 1 GB\n", encoding="utf-8")
     status, out, err = run("flags", str(plain))
     assert status == 2 and out == "" and "declares no deployment" in err and "= help:" in err
+    status, _, err = run("flags", str(REPO / "examples" / "recommender.plan"))
+    assert status == 2 and "`rank` is a `workload_deployment`" in err
     # an engine of no known family
     status, out, err = run("flags", str(small(tmp_path, "engine = pytorch")))
     assert status == 2 and "engine `pytorch`" in err and "--engine vllm|sglang|trtllm" in err
@@ -338,7 +339,7 @@ def test_flags_page_shows_what_the_command_prints() -> None:
     import re
 
     page = (REPO / "docs" / "flags.md").read_text(encoding="utf-8")
-    block = re.search(r"```text\n\$ plan flags examples/100m_dau.plan\n(.*?)```", page, re.S)
+    block = re.search(r"```text\n\$ plan flags examples/100m_dau.plan\n(.*?)```", page, re.DOTALL)
     assert block is not None
     shown = [line for line in block.group(1).splitlines() if line and not line.endswith("...")]
     actual = run("flags", str(EXAMPLE))[1].replace(str(EXAMPLE), "examples/100m_dau.plan").splitlines()
