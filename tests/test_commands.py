@@ -125,6 +125,11 @@ def test_the_format_follows_the_output_suffix(tmp_path: Path) -> None:
     assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "agree.json"))[0] == 0
     assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "report.txt"))[0] == 0
     assert (tmp_path / "report.txt").read_text(encoding="utf-8").startswith("{")
+    plain = tmp_path / "plain.plan"  # a PDF of the flagship takes 20 s; a small plan shows the suffix does it
+    plain.write_text('title "Small"\nlet a = 1 GB\ncheck a < 2 GB\n', encoding="utf-8")
+    status, _, err = run("compile", str(plain), "-o", str(tmp_path / "small.pdf"))
+    assert status == 0, err
+    assert (tmp_path / "small.pdf").read_bytes().startswith(b"%PDF")
     status, _, _ = run("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(tmp_path / "diff.json"))
     assert status == 0 and json.loads((tmp_path / "diff.json").read_text(encoding="utf-8"))
 
