@@ -32,9 +32,13 @@ Examples:
   plan compile examples/100m_dau.plan -o doc.md
   plan compile examples/100m_dau.plan --format json -o -
   plan compile examples/100m_dau.plan --format html   # one self-contained page → 100m_dau.html
+  plan compile examples/100m_dau.plan -o doc.html     # the format follows -o's suffix
   plan compile examples/100m_dau.plan --format pdf    # → 100m_dau.pdf (needs plan-compiler[pdf])
   plan check examples/100m_dau.plan                   # exit 1 if a check fails
   plan diff base.plan head.plan > comment.md          # what a change to a plan changes
+  plan init --model llama-3.1-70b --hardware h200 -o my.plan   # a starter plan that compiles
+  plan flags examples/100m_dau.plan                   # vllm serve ... --max-num-seqs 64  ← chat.batch
+  plan explain E0302                                  # what a diagnostic code means
 """
 
 
@@ -93,17 +97,19 @@ def _diagnostics(compilation: object, fmt: str) -> None:
 @click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True),
               help="where to write the report (default: FILE's name with the format's suffix, in the current directory; `-` for stdout)")
-@click.option("--format", "fmt", type=click.Choice(["md", "json", "html", "pdf"]), default="md", show_default=True,
-              help="report format: Markdown, JSON, one self-contained HTML page, or PDF (needs `plan-compiler[pdf]`)")
+@click.option("--format", "fmt", type=click.Choice(["md", "json", "html", "pdf"]), default=None,
+              help="report format: Markdown, JSON, one self-contained HTML page, or PDF (needs `plan-compiler[pdf]`)  "
+                   "[default: from -o's suffix (.md, .json, .html, .pdf), else md]")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems  [default: json with --format json, else human]")
 @click.option("--figures", is_flag=True,
               help="Markdown: also draw the plots (needs `plan-compiler[pdf]`) as SVG files in a folder beside the "
                    "report, `<report>.figures/`, linked from it (HTML and PDF always carry them inline)")
-def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None, figures: bool) -> None:
+def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str | None, figures: bool) -> None:
     """Compile FILE into a design document."""
     from .pipeline import compile_plan
 
+    fmt = _output_format(output, fmt, ("md", "json", "html", "pdf"))
     stem = "stdin" if str(plan_file) == "-" else plan_file.stem
     target = output if output is not None else Path(stem + "." + fmt)
     if figures and (fmt != "md" or str(target) == "-"):
@@ -121,6 +127,26 @@ def compile(plan_file: Path, output: Path | None, fmt: str, diag_fmt: str | None
     data = _report(fmt, doc, result, links)
     _emit(target, data, f" ({result.failed_checks} check(s) failed)" if result.failed_checks else "")
     sys.exit(result.exit_code)
+
+
+SUFFIX_FORMATS = {".md": "md", ".markdown": "md", ".json": "json", ".html": "html", ".htm": "html", ".pdf": "pdf"}
+A_FORMAT = {"md": "a Markdown", "json": "a JSON", "html": "an HTML", "pdf": "a PDF"}
+
+
+def _output_format(output: Path | None, fmt: str | None, allowed: tuple[str, ...]) -> str:
+    """The format of a report: `--format` if given, else the one `-o`'s suffix names, else the
+    first of `allowed`. A `--format` that contradicts the suffix, or a suffix of a format this
+    command does not write, is a usage error (exit 2) that names both."""
+    suffix = output.suffix.lower() if output is not None and str(output) != "-" else ""
+    named = SUFFIX_FORMATS.get(suffix)
+    if named is not None and fmt is not None and named != fmt:
+        raise click.UsageError(f"--format {fmt} contradicts -o {output}, whose suffix `{suffix}` names "
+                               f"{A_FORMAT[named]} file: drop --format, or give -o a `.{fmt}` name")
+    if named is not None and named not in allowed:
+        writes = " or ".join(A_FORMAT[a].split(" ", 1)[1] for a in allowed)
+        raise click.UsageError(f"-o {output} names {A_FORMAT[named]} file, which this command does not write "
+                               f"(it writes {writes})")
+    return fmt or named or allowed[0]
 
 
 def _emit(target: Path, data: str | bytes, detail: str = "") -> None:
@@ -180,14 +206,21 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
         from .report.view import document_json
 
         return render_markdown(doc, figures or []) if fmt == "md" else render_json(document_json(doc, result))
-    from .report.html import figures_of, render_html
+    from .report.html import drawable_figures, render_html
 
     if fmt == "html":
-        return render_html(doc, figures_of(result))
-    from .report.pdf import PdfUnavailable, render_pdf
+        drawn, missing = drawable_figures(result)
+        if missing:  # the page is still whole without its plots: say so, and write it
+            click.echo(f"plan: warning: the HTML report has no figures: {missing}", err=True)
+        return render_html(doc, drawn)
+    from .report.pdf import PdfUnavailable, render_pdf, require_weasyprint
 
     try:
-        return render_pdf(doc, figures_of(result))
+        require_weasyprint()  # before the figures are drawn, which takes seconds
+        drawn, missing = drawable_figures(result)
+        if missing:  # the printed document without its figures is not the one asked for
+            raise PdfUnavailable(f"the PDF report needs its figures: {missing}")
+        return render_pdf(doc, drawn)
     except PdfUnavailable as exc:
         click.echo(f"plan: {exc}", err=True)
         sys.exit(2)
@@ -195,14 +228,25 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
 
 @main.command()
 @click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
-@click.option("--diagnostics", "--format", "diag_fmt", type=click.Choice(["human", "short", "json"]),
-              default="human", show_default=True, help="how to print problems")
-def check(plan_file: Path, diag_fmt: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "human", "short"]), default="text",
+              show_default=True,
+              help="the checks as lines of text, or as one JSON document on stdout (the checks with their numbers "
+                   "and units, and the diagnostics); `human` and `short` are the older spellings of --diagnostics")
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
+              help="how to print problems on stderr  [default: human; with --format json they are in the document]")
+def check(plan_file: Path, fmt: str, diag_fmt: str | None) -> None:
     """Check FILE: exit 0 if every check passes, 1 if one fails, 2 if the plan is invalid."""
     from .pipeline import compile_plan
 
+    if fmt in ("human", "short"):  # `--format short` meant the diagnostics before --format json existed
+        diag_fmt, fmt = diag_fmt or fmt, "text"
     result = compile_plan(plan_file)
-    _diagnostics(result, diag_fmt)
+    if fmt == "json":
+        if diag_fmt is not None:
+            _diagnostics(result, diag_fmt)
+        _check_json(result)
+        sys.exit(result.exit_code)
+    _diagnostics(result, diag_fmt or "human")
     if not result.ok:
         sys.exit(2)
     from .render_diagnostics import terminal_safe
@@ -215,20 +259,40 @@ def check(plan_file: Path, diag_fmt: str) -> None:
     sys.exit(result.exit_code)
 
 
+def _check_json(result: Compilation) -> None:
+    """`plan check --format json`: one document (schema `plan.check/1`) with the checks and the
+    diagnostics, on stdout, for a valid plan and an invalid one alike."""
+    import json
+
+    from .render_diagnostics import to_json
+
+    checks: list[Any] = []
+    if result.ok:
+        from .report.view import build_document, checks_json
+
+        checks = checks_json(build_document(result), result)
+    document = {"schema": "plan.check/1", "plan": result.path, "version": __version__, "valid": result.ok,
+                "exit_code": result.exit_code, "failed": sum(not c["holds"] for c in checks),
+                "checks": checks, "diagnostics": to_json(result.diagnostics)}
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True))
+
+
 @main.command()
 @click.argument("base_file", metavar="BASE", type=click.Path(path_type=Path))
 @click.argument("head_file", metavar="HEAD", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True), default="-",
               help="where to write the comparison (default: stdout)")
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True,
-              help="Markdown for a pull-request comment, or JSON")
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default=None,
+              help="Markdown for a pull-request comment, or JSON  [default: from -o's suffix, else md]")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems  [default: json with --format json, else human]")
-def diff(base_file: Path, head_file: Path, output: Path, fmt: str, diag_fmt: str | None) -> None:
+def diff(base_file: Path, head_file: Path, output: Path, fmt: str | None, diag_fmt: str | None) -> None:
     """Compare two versions of a plan: the summary, checks and answers side by side, and every
     input and derived quantity that changed. Exit 0, or 1 if a check of HEAD fails, or 2 (and
     nothing written) if either plan is invalid."""
     from .pipeline import compile_plan
+
+    fmt = _output_format(output, fmt, ("md", "json"))
 
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     base, head = compile_plan(base_file), compile_plan(head_file)
@@ -292,6 +356,118 @@ def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, 
     for line in worse:
         click.echo(f"plan: worse than recorded: {line}", err=True)
     sys.exit(2 if problems else 1 if worse else 0)
+
+
+@main.command()
+@click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
+@click.option("--engine", type=click.Choice(["vllm", "sglang", "trtllm"]), default=None,
+              help="print this engine's flags  [default: the engine each deployment names (`engine`, default vllm)]")
+@click.option("--deployment", metavar="NAME", default=None, help="only the deployment NAME  [default: every one]")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="the commands with each flag's quantity, or the same as JSON")
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
+              show_default=True, help="how to print problems")
+def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str, diag_fmt: str) -> None:
+    """Print the engine launch command of each deployment of FILE, every flag with the quantity of
+    the compiled plan that gives it (`--max-num-seqs 64  ← chat.batch`). The command is printed,
+    never run. Exit 0, 1 if a check of the plan fails (the flags are printed all the same), or 2
+    if the plan is invalid or has no deployment."""
+    from . import flags as fl
+    from .pipeline import compile_plan
+    from .render_diagnostics import terminal_safe
+
+    result = compile_plan(plan_file)
+    _diagnostics(result, diag_fmt)
+    if not result.ok:
+        sys.exit(2)
+    try:
+        items = fl.launches(result, engine=engine, deployment=deployment)
+    except fl.FlagsProblem as problem:
+        click.echo(terminal_safe(f"error: {problem.message}", None, newlines=False), err=True)
+        click.echo(terminal_safe(f"  = help: {problem.help}", None, newlines=False), err=True)
+        sys.exit(2)
+    if fmt == "json":
+        click.echo(fl.render_json(items, result.path), nl=False)
+    else:
+        click.echo(terminal_safe(fl.render_text(items), None), nl=False)
+    if result.failed_checks:
+        click.echo(f"plan: {result.failed_checks} check(s) of the plan failed: these flags launch a plan that "
+                   "does not meet them", err=True)
+    sys.exit(result.exit_code)
+
+
+@main.command()
+@click.option("--model", default="llama-3.1-8b", show_default=True, metavar="STEM",
+              help="the catalog model: a file of the stdlib's models/ without `.plan` (`plan init --list`)")
+@click.option("--hardware", default="h100-sxm", show_default=True, metavar="STEM",
+              help="the accelerator: a file of the stdlib's hardware/ without `.plan`")
+@click.option("--dau", default="1M", show_default=True, metavar="N",
+              help="daily active users: a number with an optional k, M or G (`100M`, `2.5k`)")
+@click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True), default=None,
+              help="where to write the plan (`-` for stdout); an existing file is kept unless --force")
+@click.option("--force", is_flag=True, help="overwrite FILE if it exists")
+@click.option("--list", "list_choices", is_flag=True, help="list the models and accelerators to choose from")
+def init(model: str, hardware: str, dau: str, output: Path | None, force: bool, list_choices: bool) -> None:
+    """Write a commented starter plan (-o FILE) for a catalog model on a catalog accelerator: traffic,
+    a deployment with its main knobs at their defaults, two checks and a summary. Its tensor
+    parallelism and batch are chosen so that it compiles with exit 0. Exit 0 when written, 2 on
+    an unknown model or accelerator, an existing FILE, or a pair no tensor parallelism up to 64 serves."""
+    from . import starter as st
+    from .render_diagnostics import terminal_safe
+
+    def fail(message: str, help: str) -> None:
+        click.echo(terminal_safe(f"error: {message}", None, newlines=False), err=True)
+        click.echo(terminal_safe(f"  = help: {help}", None, newlines=False), err=True)
+        sys.exit(2)
+
+    if list_choices:
+        click.echo("models:   " + " ".join(st.choices("models")))
+        click.echo("hardware: " + " ".join(st.choices("hardware")))
+        return
+    if output is None:
+        raise click.UsageError("say where to write the plan: -o FILE (or -o - for stdout)")
+    users = st.parse_users(dau)
+    if users is None:
+        raise click.BadParameter(f"`{terminal_safe(dau, 40, newlines=False)}` is not a number of users such as "
+                                 "`1M`, `250k` or `100000`", param_hint="--dau")
+    if str(output) != "-" and output.exists() and not force:
+        fail(f"{output} exists", "choose another name, or pass --force to overwrite it")
+    try:
+        text = st.starter(model, hardware, users)
+    except st.StarterProblem as problem:
+        fail(problem.message, problem.help)
+    _emit(output, text, f" ({model} on {hardware}; next: plan compile {output})" if str(output) != "-" else "")
+
+
+@main.command()
+@click.argument("code", metavar="CODE", required=False)
+def explain(code: str | None) -> None:
+    """Explain a diagnostic CODE (`plan explain E0302`): when it fires, an example, the
+    compiler's output and the fix, from the page in docs/errors/. Without CODE, list every code.
+    Exit 0, or 2 for a code that is not in the catalogue."""
+    from . import explain as ex
+    from .render_diagnostics import terminal_safe
+
+    if code is None:
+        click.echo(ex.listing(), nl=False)
+        return
+    wanted = ex.normalise(code)
+    text = ex.page(wanted)
+    if text is not None:
+        click.echo(text, nl=False)
+        return
+    shown = terminal_safe(code, 40, newlines=False)
+    close = ex.closest(wanted)
+    from .diagnostics import CODES
+
+    if wanted in CODES:  # in the catalogue, but the page did not ship: a broken installation
+        click.echo(f"error: no page for `{wanted}` in this installation of plan; "
+                   f"see docs/errors/{wanted}.md in the source", err=True)
+    else:
+        click.echo(f"error: `{shown}` is not a diagnostic code of plan", err=True)
+        hint = f"did you mean `{close}` ({CODES[close].title})? " if close else ""
+        click.echo(f"  = help: {hint}`plan explain` with no code lists every code", err=True)
+    sys.exit(2)
 
 
 @main.command("import-hf")

@@ -351,8 +351,22 @@ def _outcome(expr: ir.Expr, out: Lowered, label: str | None) -> Outcome:
 
 def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
     """Report every failed requirement whose inputs evaluated; True if any failed."""
+    return _clauses(out.elaborated.requirements, out, failed, sink, dx.IMPOSSIBLE_VALUE, "this value",
+                    "requirement failed", "required here", "change the value so that the requirement holds")
+
+
+def _advisories(out: Lowered, failed: set[str], sink: dx.Sink) -> None:
+    """A warning for every `advise` clause that does not hold (the plan is computed all the same)."""
+    _clauses(out.elaborated.advisories, out, failed, sink, dx.ADVICE, "this choice", "advice", "advised here",
+             "the plan is computed as written; change the value if this is not what you meant")
+
+
+def _clauses(clauses: list[ir.Requirement], out: Lowered, failed: set[str], sink: dx.Sink, code: dx.Code,
+             label: str, default: str, where: str, help: str) -> bool:
+    """A diagnostic at the user's line for every clause whose inputs evaluated and that does not
+    hold, with both sides; True if any did not."""
     any_failed = False
-    for req in out.elaborated.requirements:
+    for req in clauses:
         if any(ref in failed or ref not in out.values for ref in ir.refs(req.expr)):
             continue
         try:
@@ -366,35 +380,9 @@ def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
         if outcome.left is not None and outcome.right is not None and isinstance(req.expr, ir.Op):
             dim = req.expr.args[0].dim
             detail += f": {_show(outcome.left, dim)} vs {_show(outcome.right, dim)}"
-        sink.add(dx.IMPOSSIBLE_VALUE.at(
-            req.blame, "this value", message=f"{req.message or 'requirement failed'} in `{req.instance}`",
-            secondary=[dx.Label(req.span, "required here")], notes=[detail],
-            help="change the value so that the requirement holds",
-        ))
+        sink.add(code.at(req.blame, label, message=f"{req.message or default} in `{req.instance}`",
+                         secondary=[dx.Label(req.span, where)], notes=[detail], help=help))
     return any_failed
-
-
-
-def _advisories(out: Lowered, failed: set[str], sink: dx.Sink) -> None:
-    """A warning for every `advise` clause that does not hold (the plan is computed all the same)."""
-    for req in out.elaborated.advisories:
-        if any(ref in failed or ref not in out.values for ref in ir.refs(req.expr)):
-            continue
-        try:
-            outcome = _outcome(req.expr, out, req.message)
-        except EvalError:
-            continue
-        if outcome.holds:
-            continue
-        detail = f"`{' '.join(req.expr.span.text.split())}` does not hold"
-        if outcome.left is not None and outcome.right is not None and isinstance(req.expr, ir.Op):
-            dim = req.expr.args[0].dim
-            detail += f": {_show(outcome.left, dim)} vs {_show(outcome.right, dim)}"
-        sink.add(dx.ADVICE.at(
-            req.blame, "this choice", message=f"{req.message or 'advice'} in `{req.instance}`",
-            secondary=[dx.Label(req.span, "advised here")], notes=[detail],
-            help="the plan is computed as written; change the value if this is not what you meant",
-        ))
 
 
 def _show(value: Number, dim: ir.Type) -> str:

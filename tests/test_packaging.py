@@ -35,6 +35,11 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = (work / "doc.md").read_text(encoding="utf-8")
     assert "## Memory" in doc and "`<stdlib>/kinds/deployment.plan › deployment." in doc
+    # the pages of the diagnostic codes ship with it: `plan explain` reads them from the package
+    proc = subprocess.run([str(env_dir / "bin" / "plan"), "explain", "E0302"],
+                          cwd=work, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (REPO / "docs" / "errors" / "E0302.md").read_text(encoding="utf-8")
     # the installed package, not the checkout, provided the stdlib
     where = subprocess.run([str(py), "-c", "import planc, pathlib; print(pathlib.Path(planc.__file__).parent)"],
                            capture_output=True, text=True, check=True).stdout.strip()

@@ -92,6 +92,20 @@ def build_figures(compilation: Any) -> list[Figure]:
     return _unique_names(out)
 
 
+def has_figures(compilation: Any) -> bool:
+    """Whether `build_figures` would draw anything (a deployment, input ranges, a sensitivity, a
+    Pareto front), decided without importing matplotlib: so a report can say that figures were
+    left out because matplotlib is missing, and stay quiet for a plan that has none."""
+    lowered = getattr(compilation, "lowered", None)
+    if lowered is None:
+        return False
+    return bool(_Plan(lowered.elaborated, lowered.values).deployments()
+                or getattr(compilation, "uncertainty", None) is not None
+                or getattr(compilation, "sensitivities", None)
+                or any(getattr(a, "kind", None) == "search" and getattr(a, "pareto", None)
+                       for a in getattr(compilation, "answers", None) or []))
+
+
 def _drawn(draw: Any, *args: Any) -> list[Figure]:
     """One figure (or none). Figures are made without pyplot (whose import alone costs about
     a second, and whose registry would have to be emptied): nothing outlives the call."""

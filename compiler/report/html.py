@@ -283,6 +283,22 @@ def _env() -> jinja2.Environment:
     return env
 
 
+MATPLOTLIB_MISSING = "drawing its figures needs matplotlib ({detail}); install it with `pip install 'plan-compiler[pdf]'`"
+
+
+def drawable_figures(compilation: Any) -> tuple[list[Any], str | None]:
+    """The figures of a compilation, and None; or no figures and why, when the plan has figures
+    but matplotlib (or a library it needs) cannot be imported. A plan without figures is ([], None)."""
+    from .figures import build_figures, has_figures
+
+    try:
+        return list(build_figures(compilation)), None
+    except ImportError as exc:
+        if not has_figures(compilation):
+            return [], None
+        return [], MATPLOTLIB_MISSING.format(detail=exc)
+
+
 def figures_of(compilation: Any) -> list[Any]:
     """The figures of a compilation, or none when the figures module is not available."""
     try:

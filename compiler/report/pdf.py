@@ -33,13 +33,18 @@ class PdfUnavailable(RuntimeError):
     """WeasyPrint (or a system library it needs) is not installed."""
 
 
-def render_pdf(doc: DocumentView, figures: Sequence[FigureLike] = ()) -> bytes:
+def require_weasyprint() -> Any:
+    """WeasyPrint, or PdfUnavailable saying how to install it."""
     try:
         import weasyprint  # type: ignore[import-untyped]
     except (ImportError, OSError) as exc:  # OSError: Pango or another system library is missing
         raise PdfUnavailable(f"PDF output needs WeasyPrint ({exc}); install it with "
                              "`pip install 'plan-compiler[pdf]'`") from exc
+    return weasyprint
 
+
+def render_pdf(doc: DocumentView, figures: Sequence[FigureLike] = ()) -> bytes:
+    weasyprint = require_weasyprint()
     html = render_html(doc, figures, created=source_date())
     fetcher = restricted_fetcher()
     with _only_errors(logging.getLogger("weasyprint")), _source_date_epoch():

@@ -529,3 +529,36 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "warnings": doc.warnings,
         "source": doc.source,
     }
+
+
+def checks_json(doc: DocumentView, compilation: Compilation) -> list[dict[str, Any]]:
+    """The checks as `plan check --format json` prints them: the verdict, both sides and the
+    margin as numbers in base SI units with their unit (and the text the report shows), and
+    where the check is written. A side that is not a number (a verdict) is null."""
+    lowered = compilation.lowered
+    assert lowered is not None
+    out = []
+    for view, outcome in zip(doc.checks, lowered.checks):
+        expr = outcome.expr
+        op = expr.op if isinstance(expr, ir.Op) else None
+        dim = expr.args[0].dim if isinstance(expr, ir.Op) and expr.args else None
+        unit = str(dim) if isinstance(dim, Dim) else None
+        numeric = unit is not None and outcome.left is not None and outcome.right is not None
+        margin = None
+        if numeric and op in ("<", "<=", ">", ">="):
+            assert outcome.left is not None and outcome.right is not None
+            lo, hi = (outcome.left, outcome.right) if op in ("<", "<=") else (outcome.right, outcome.left)
+            slack, limit = float(hi - lo), float(outcome.right)
+            margin = {"value": slack, "unit": unit, "text": view.margin,
+                      "relative": slack / abs(limit) if limit else None}
+        out.append({
+            "label": view.label,
+            "holds": view.holds,
+            "comparison": op if op in ("<", "<=", ">", ">=", "==", "!=") else None,
+            "left": {"value": float(outcome.left), "unit": unit, "text": view.left} if numeric else None,  # type: ignore[arg-type]
+            "right": {"value": float(outcome.right), "unit": unit, "text": view.right} if numeric else None,  # type: ignore[arg-type]
+            "margin": margin,
+            "location": view.location,
+            "over_ranges": view.over_ranges,
+        })
+    return out

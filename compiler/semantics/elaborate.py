@@ -204,7 +204,26 @@ class Elaborator:
                 self.out.questions.append(stmt)  # answered by the solve stage
         self._requirements()
         self._unused_kinds()
+        self._lineage()
         return self.out
+
+    def _lineage(self) -> None:
+        """Record the kind chain and the base chain of every instance reached."""
+        for name, inst in self.instances.items():
+            if inst is None or inst.abstract:
+                continue
+            kinds: list[str] = []
+            kind: Kind | None = inst.kind
+            while kind is not None:
+                kinds.append(kind.name)
+                kind = kind.parent
+            bases: list[str] = []
+            base = inst.base
+            while base is not None:
+                bases.append(base.name)
+                base = base.base
+            self.out.kinds[name] = tuple(kinds)
+            self.out.bases[name] = tuple(bases)
 
     def _unused_kinds(self) -> None:
         """Check the kinds of the main plan that no instance uses, as if one did.

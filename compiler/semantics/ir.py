@@ -131,6 +131,11 @@ class Elaborated:
     # fields whose value is static (an enum member, an instance, a literal boolean), by a key
     # that is equal exactly when the values are: `dtype.fp8`, `instance h100_sxm`, `true`
     statics: dict[str, str] = field(default_factory=dict)
+    # each instance reached, by name: its kind followed by the kinds that kind extends
+    # (`("deployment",)`, `("mla_decoder", "decoder")`), and its base instances nearest first
+    # (`trtllm_0_9_xqa` → `("trtllm_0_9", "trtllm")`); tools such as `plan flags` read them
+    kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # ---- graph helpers shared by lowering, solving and vector evaluation ----------------------

@@ -1,0 +1,433 @@
+"""The commands a new user reaches for after `compile` and `check`: `plan explain`, `plan flags`,
+`plan init`, `plan check --format json`, and the report format that follows `-o`'s suffix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from planc.cli import main
+from planc.diagnostics import CODES
+
+from .conftest import REPO
+
+EXAMPLE = REPO / "examples" / "100m_dau.plan"
+
+
+def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+# ---- plan explain -------------------------------------------------------------------------
+
+
+def test_explain_prints_the_page_of_every_code() -> None:
+    for code in CODES:
+        status, out, err = run("explain", code)
+        assert status == 0, err
+        assert out == (REPO / "docs" / "errors" / f"{code}.md").read_text(encoding="utf-8")
+
+
+def test_explain_accepts_any_case_and_missing_zeros() -> None:
+    expected = run("explain", "E0302")[1]
+    assert expected.startswith("# E0302: dimension mismatch\n")
+    for spelling in ("e0302", "E302", " e302 "):
+        assert run("explain", spelling)[1] == expected
+
+
+def test_explain_an_unknown_code_is_a_diagnostic_with_a_suggestion() -> None:
+    status, out, err = run("explain", "E0320")
+    assert status == 2 and out == ""
+    assert err.startswith("error: `E0320` is not a diagnostic code of plan\n")
+    assert "= help: did you mean `E0302` (dimension mismatch)?" in err
+    status, _, err = run("explain", "hello")
+    assert status == 2 and "did you mean" not in err and "`plan explain` with no code lists every code" in err
+    # terminal text stays printable
+    status, _, err = run("explain", "E\x1b[31m1")
+    assert status == 2 and "\x1b" not in err
+
+
+def test_explain_without_a_code_lists_the_catalogue() -> None:
+    status, out, _ = run("explain")
+    assert status == 0
+    lines = out.splitlines()
+    assert len(lines) == len(CODES)
+    assert "E0302  error    dimension mismatch" in lines and "W0407  warning  physics advice" in lines
+
+
+# ---- plan check --format json -------------------------------------------------------------
+
+
+def test_check_json_gives_numbers_with_units_and_the_same_verdicts() -> None:
+    status, out, err = run("check", str(EXAMPLE), "--format", "json")
+    assert status == 0 and err == ""
+    data = json.loads(out)
+    assert data["schema"] == "plan.check/1" and data["valid"] is True and data["exit_code"] == 0
+    assert data["failed"] == 0 and data["diagnostics"] == []
+    text = run("check", str(EXAMPLE))[1].splitlines()
+    assert len(data["checks"]) == len(text) == 3
+    memory = data["checks"][0]
+    assert memory["label"] == "fits in memory at batch and context" and memory["holds"] is True
+    assert memory["comparison"] == "<=" and memory["location"] == f"{EXAMPLE}:55"
+    assert memory["left"]["unit"] == memory["right"]["unit"] == memory["margin"]["unit"] == "B"
+    assert memory["left"]["text"] == "55.81 GiB" and memory["margin"]["text"].startswith("17.03 GiB")
+    assert abs(memory["margin"]["value"] - (memory["right"]["value"] - memory["left"]["value"])) < 1
+    assert abs(memory["margin"]["relative"] - memory["margin"]["value"] / memory["right"]["value"]) < 1e-12
+    tpot = data["checks"][1]
+    assert tpot["left"]["unit"] == "s" and 0.02 < tpot["left"]["value"] < 0.04 and tpot["right"]["value"] == 0.04
+    # deterministic
+    assert run("check", str(EXAMPLE), "--format", "json")[1] == out
+
+
+def test_check_json_keeps_the_exit_codes(tmp_path: Path) -> None:
+    failing = tmp_path / "fail.plan"
+    failing.write_text("let a = 3 GB\ncheck a <= 2 GB \"small\"\ncheck a == a\n", encoding="utf-8")
+    status, out, _ = run("check", str(failing), "--format", "json")
+    data = json.loads(out)
+    assert status == 1 and data["exit_code"] == 1 and data["failed"] == 1
+    small, same = data["checks"]
+    assert small["holds"] is False and small["margin"]["value"] == -1e9 and small["margin"]["relative"] == -0.5
+    assert same["holds"] is True and same["comparison"] == "==" and same["margin"] is None
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n", encoding="utf-8")
+    status, out, err = run("check", str(bad), "--format", "json")
+    data = json.loads(out)
+    assert status == 2 and err == "" and data["valid"] is False and data["checks"] == []
+    assert [d["code"] for d in data["diagnostics"]] == ["E0302"] and data["diagnostics"][0]["primary"]["line"] == 1
+    # diagnostics on stderr as well when asked, and the old `--format short` still means them
+    status, _, err = run("check", str(bad), "--format", "json", "--diagnostics", "short")
+    assert status == 2 and err.startswith(f"{bad}:1:")
+    status, out, err = run("check", str(bad), "--format", "short")
+    assert status == 2 and out == "" and err.startswith(f"{bad}:1:")
+
+
+def test_check_json_is_documented() -> None:
+    from .test_report_json import _documented
+
+    documented = _documented()
+    data = json.loads(run("check", str(EXAMPLE), "--format", "json")[1])
+    assert documented["`plan check --format json`: schema `plan.check/1`"] == set(data)
+    assert all(set(c) == documented["check result"] for c in data["checks"])
+
+
+# ---- the report format follows -o; missing optional libraries are said -------------------
+
+
+def test_the_format_follows_the_output_suffix(tmp_path: Path) -> None:
+    for name, starts in (("doc.json", b"{"), ("doc.html", b"<!DOCTYPE html>"), ("doc.md", b"# Chat assistant"),
+                         ("doc.MARKDOWN", b"# Chat assistant"), ("doc.txt", b"# Chat assistant")):
+        status, _, err = run("compile", str(EXAMPLE), "-o", str(tmp_path / name))
+        assert status == 0, (name, err)
+        assert (tmp_path / name).read_bytes().lstrip().startswith(starts), name
+    # an explicit --format that agrees with the suffix is fine; --format wins over an unknown suffix
+    assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "agree.json"))[0] == 0
+    assert run("compile", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "report.txt"))[0] == 0
+    assert (tmp_path / "report.txt").read_text(encoding="utf-8").startswith("{")
+    plain = tmp_path / "plain.plan"  # a PDF of the flagship takes 20 s; a small plan shows the suffix does it
+    plain.write_text('title "Small"\nlet a = 1 GB\ncheck a < 2 GB\n', encoding="utf-8")
+    status, _, err = run("compile", str(plain), "-o", str(tmp_path / "small.pdf"))
+    assert status == 0, err
+    assert (tmp_path / "small.pdf").read_bytes().startswith(b"%PDF")
+    status, _, _ = run("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(tmp_path / "diff.json"))
+    assert status == 0 and json.loads((tmp_path / "diff.json").read_text(encoding="utf-8"))
+
+
+def test_a_format_that_contradicts_the_suffix_is_a_usage_error(tmp_path: Path) -> None:
+    status, _, err = run("compile", str(EXAMPLE), "--format", "pdf", "-o", str(tmp_path / "out.html"))
+    assert status == 2
+    assert "--format pdf contradicts -o" in err and "out.html" in err and "an HTML file" in err
+    status, _, err = run("diff", str(EXAMPLE), str(EXAMPLE), "--format", "md", "-o", str(tmp_path / "d.json"))
+    assert status == 2 and "--format md contradicts" in err and "a JSON file" in err
+    status, _, err = run("diff", str(EXAMPLE), str(EXAMPLE), "-o", str(tmp_path / "d.pdf"))
+    assert status == 2 and "does not write" in err and "Markdown or JSON" in err
+    assert not list(tmp_path.iterdir())
+
+
+def _without(monkeypatch: object, *modules: str) -> None:
+    """Make `import module` fail as it does where the library is not installed."""
+    import sys
+
+    for name in list(sys.modules):
+        if any(name == m or name.startswith(m + ".") for m in modules):
+            monkeypatch.delitem(sys.modules, name)  # type: ignore[attr-defined]
+    for m in modules:
+        monkeypatch.setitem(sys.modules, m, None)  # type: ignore[attr-defined]
+
+
+def test_html_without_matplotlib_says_its_figures_are_missing(tmp_path: Path, monkeypatch: object) -> None:
+    _without(monkeypatch, "matplotlib")
+    out = tmp_path / "doc.html"
+    status, _, err = run("compile", str(EXAMPLE), "-o", str(out))
+    assert status == 0 and out.is_file()
+    assert "plan: warning: the HTML report has no figures" in err and "pip install 'plan-compiler[pdf]'" in err
+    assert "<figure" not in out.read_text(encoding="utf-8")  # with matplotlib the page has 7
+    # a plan that has no figures to draw says nothing
+    plain = tmp_path / "plain.plan"
+    plain.write_text("let a = 1 GB\ncheck a < 2 GB\n", encoding="utf-8")
+    status, _, err = run("compile", str(plain), "-o", str(tmp_path / "plain.html"))
+    assert status == 0 and "figures" not in err
+
+
+def test_pdf_and_figures_without_their_libraries_are_errors(tmp_path: Path, monkeypatch: object) -> None:
+    _without(monkeypatch, "matplotlib")
+    status, _, err = run("compile", str(EXAMPLE), "-o", str(tmp_path / "doc.pdf"))
+    assert status == 2 and "matplotlib" in err and "pip install 'plan-compiler[pdf]'" in err
+    status, _, err = run("compile", str(EXAMPLE), "--figures", "-o", str(tmp_path / "doc.md"))
+    assert status == 2 and "matplotlib" in err and "pip install 'plan-compiler[pdf]'" in err
+    _without(monkeypatch, "weasyprint")
+    status, _, err = run("compile", str(EXAMPLE), "--format", "pdf", "-o", str(tmp_path / "doc.pdf"))
+    assert status == 2 and "WeasyPrint" in err and "pip install 'plan-compiler[pdf]'" in err
+    assert not (tmp_path / "doc.pdf").exists()
+
+
+# ---- plan flags ---------------------------------------------------------------------------
+
+SMALL = """import "models/llama-3.1-8b"
+import "hardware/h100-sxm"
+traffic t {
+  daily_active_users = 1 M users
+  requests_per_user = 10 requests/user/day
+  peak_factor = 2
+  prompt_tokens = 1000 tokens
+  output_tokens = 200 tokens
+}
+deployment d {
+  model = MODEL
+  hardware = h100_sxm
+  traffic = t
+  batch = 32
+  tensor_parallel = 2
+  DEPLOYMENT
+}
+EXTRA
+"""
+
+
+def small(tmp_path: Path, deployment: str = "", extra: str = "", model: str = "llama_3_1_8b") -> Path:
+    path = tmp_path / "small.plan"
+    path.write_text(SMALL.replace("DEPLOYMENT", deployment).replace("EXTRA", extra).replace("MODEL", model),
+                    encoding="utf-8")
+    return path
+
+
+def flags_json(*args: str) -> tuple[int, dict, str]:
+    status, out, err = run("flags", *args, "--format", "json")
+    return status, (json.loads(out) if out else {}), err
+
+
+def test_flags_of_the_flagship_trace_every_value_to_its_quantity() -> None:
+    status, out, err = run("flags", str(EXAMPLE))
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("# deployment chat, vLLM (engine vllm): launch it on each of ")
+    assert lines[1] == "vllm serve meta-llama/Llama-3.1-70B  ← llama_3_1_70b (the checkpoint its catalog file names)"
+    rows = {line.split("←")[0].strip(): line.split("←")[1].strip() for line in lines[2:] if "←" in line}
+    assert rows["--tensor-parallel-size 4"] == "chat.tensor_parallel"
+    assert rows["--max-num-seqs 64"].startswith("chat.batch (the planned batch")
+    assert rows["--gpu-memory-utilization 0.92"] == "chat.memory_utilization"
+    assert rows["--max-num-batched-tokens 8192"] == "chat.prefill_chunk"
+    assert rows["--kv-cache-dtype auto"].startswith("chat.kv (bf16")
+    assert rows["--block-size 16"] == "chat.kv_block_size"
+    assert rows["--pipeline-parallel-size 1"] == "chat.pipeline_parallel"
+    assert rows["--max-model-len 7000"].startswith("chat.context")
+    assert rows["--quantization fp8"].startswith("chat.weights")
+    assert "--enable-expert-parallel" not in out  # a dense model
+    assert lines[-1].startswith("vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4 ")
+    assert run("flags", str(EXAMPLE))[1] == out  # deterministic
+
+
+def test_flags_values_are_the_compiled_values(tmp_path: Path) -> None:
+    from planc.flags import decimal
+    from planc.pipeline import compile_plan
+
+    plan = small(tmp_path)
+    values = compile_plan(plan).lowered.values
+    for engine in ("vllm", "sglang", "trtllm"):
+        status, data, err = flags_json(str(plan), "--engine", engine)
+        assert status == 0, err
+        (launch,) = data["deployments"]
+        assert launch["engine"] == engine and launch["plan_engine"] == "vllm"
+        checked = 0
+        for f in launch["flags"] + launch["config"]:
+            if f["quantities"] == [f["quantity"]] and f["quantity"] in values and f["value"] not in (None, "auto"):
+                assert f["value"] == decimal(values[f["quantity"]]), f
+                checked += 1
+        assert checked >= 6, engine
+        assert all("." not in f["value"] for f in launch["flags"] if f["flag"] in ("--tp", "--tp_size", "--max-num-seqs"))
+        # the words of the command are the flags in order, and the command line is their quoted join
+        words = launch["argv"]
+        assert " ".join(words) == launch["command"]
+        assert any("--engine" in n for n in launch["notes"]) or engine == "vllm"
+
+
+def test_flags_follow_the_deployments_engine(tmp_path: Path) -> None:
+    status, data, _ = flags_json(str(small(tmp_path, "engine = sglang")))
+    (launch,) = data["deployments"]
+    assert status == 0 and launch["engine"] == "sglang" and launch["argv"][:4] == [
+        "python", "-m", "sglang.launch_server", "--model-path"]
+    by_flag = {f["flag"]: f for f in launch["flags"]}
+    assert by_flag["--tp"]["value"] == "2" and by_flag["--max-running-requests"]["quantity"] == "d.batch"
+    assert by_flag["--chunked-prefill-size"]["quantity"] == "d.prefill_chunk"
+    assert by_flag["--page-size"]["value"] == "1"  # SGLang's own page size, from engines/sglang
+    assert by_flag["--mem-fraction-static"]["quantities"] == ["d.weight_bytes_per_device", "d.kv_budget", "h100_sxm.memory"]
+    assert 0.5 < float(by_flag["--mem-fraction-static"]["value"]) < 1
+    assert launch["notes"] == []
+    # an engine based on a catalog engine is of its family; TensorRT-LLM's free fraction is its own 0.9
+    status, data, _ = flags_json(str(small(tmp_path, "engine = trtllm_0_9_xqa")))
+    (launch,) = data["deployments"]
+    assert launch["engine"] == "trtllm" and launch["plan_engine"] == "trtllm_0_9_xqa"
+    by_flag = {f["flag"]: f for f in launch["flags"]}
+    assert by_flag["--kv_cache_free_gpu_memory_fraction"]["value"] == "0.9"
+    assert by_flag["--max_batch_size"]["value"] == "32" and by_flag["--tp_size"]["value"] == "2"
+    assert by_flag["--extra_llm_api_options"]["value"] == "d-trtllm.yaml"
+    assert {c["flag"]: c["value"] for c in launch["config"]} == {  # the 0.9 releases ran without CUDA graphs
+        "kv_cache_config.dtype": "auto", "kv_cache_config.tokens_per_block": "32", "cuda_graph_config": "null"}
+    status, data, _ = flags_json(str(small(tmp_path, "engine = mine", "engine mine = sglang { step_overhead = 0.3 ms }")))
+    assert data["deployments"][0]["engine"] == "sglang"
+
+
+def test_flags_for_precisions_switches_and_experts(tmp_path: Path) -> None:
+    plan = small(tmp_path, "kv = fp8\n  weights = fp8\n  cuda_graphs = false")
+    out = run("flags", str(plan))[1]
+    assert "--kv-cache-dtype fp8" in out and "--quantization fp8" in out and "--enforce-eager  " in out
+    out = run("flags", str(plan), "--engine", "sglang")[1]
+    assert "--kv-cache-dtype fp8_e4m3" in out and "--disable-cuda-graph" in out
+    out = run("flags", str(plan), "--engine", "trtllm")[1]
+    assert "  dtype: fp8" in out and "cuda_graph_config: null" in out and "FP8 checkpoint" in out
+    moe = REPO / "examples" / "mla_deepseek_v3.plan"
+    status, data, _ = flags_json(str(moe))
+    (launch,) = data["deployments"]
+    ep = [f for f in launch["flags"] if f["flag"] == "--enable-expert-parallel"]
+    assert status == 0 and ep and ep[0]["value"] is None and ep[0]["quantity"] == "reasoning.expert_parallel"
+    assert launch["checkpoint"] == "deepseek-ai/DeepSeek-V3"
+    assert any("fp8_block" in n for n in launch["notes"])
+    assert "--ep-size 8 " in run("flags", str(moe), "--engine", "sglang")[1]
+
+
+def test_flags_select_a_deployment_and_say_what_is_wrong(tmp_path: Path) -> None:
+    pools = REPO / "examples" / "mixed_precision_pools.plan"
+    status, data, _ = flags_json(str(pools))
+    assert status == 0 and [d["deployment"] for d in data["deployments"]] == ["paid_pool", "free_pool"]
+    status, data, _ = flags_json(str(pools), "--deployment", "free_pool")
+    assert [d["deployment"] for d in data["deployments"]] == ["free_pool"]
+    status, out, err = run("flags", str(pools), "--deployment", "free_pol")
+    assert status == 2 and out == "" and "has no deployment `free_pol`" in err and "did you mean `free_pool`?" in err
+    # no deployment at all
+    plain = tmp_path / "plain.plan"
+    plain.write_text("let a = 1 GB\n", encoding="utf-8")
+    status, out, err = run("flags", str(plain))
+    assert status == 2 and out == "" and "declares no deployment" in err and "= help:" in err
+    status, _, err = run("flags", str(REPO / "examples" / "recommender.plan"))
+    assert status == 2 and "`rank` is a `workload_deployment`" in err
+    # an engine of no known family
+    status, out, err = run("flags", str(small(tmp_path, "engine = pytorch")))
+    assert status == 2 and "engine `pytorch`" in err and "--engine vllm|sglang|trtllm" in err
+    assert run("flags", str(small(tmp_path, "engine = pytorch")), "--engine", "vllm")[0] == 0
+    # an invalid plan is its diagnostics
+    bad = tmp_path / "bad.plan"
+    bad.write_text("let x = 1 GB + 1 s\n", encoding="utf-8")
+    status, out, err = run("flags", str(bad))
+    assert status == 2 and out == "" and "error[E0302]" in err
+
+
+def test_flags_of_a_model_without_a_checkpoint_and_a_failing_check(tmp_path: Path) -> None:
+    plan = small(tmp_path, extra='decoder student = llama_3_1_8b { layers = 16 }\ncheck d.tpot < 1 us "fast"',
+                 model="student")
+    status, out, err = run("flags", str(plan))
+    assert status == 1 and "check(s) of the plan failed" in err
+    assert "vllm serve student  ← student\n" in out and "names no published checkpoint" in out
+
+
+def test_flags_page_shows_what_the_command_prints() -> None:
+    import re
+
+    page = (REPO / "docs" / "flags.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n\$ plan flags examples/100m_dau.plan\n(.*?)```", page, re.DOTALL)
+    assert block is not None
+    shown = [line for line in block.group(1).splitlines() if line and not line.endswith("...")]
+    actual = run("flags", str(EXAMPLE))[1].replace(str(EXAMPLE), "examples/100m_dau.plan").splitlines()
+    # the replica count of the headline moves with the physics; the page need not follow it
+    import re as _re
+
+    def steady(lines: list[str]) -> list[str]:
+        return [_re.sub(r"\d+ replicas", "N replicas", line) for line in lines]
+
+    assert steady(shown) == steady([line for line in actual if line][: len(shown)])
+
+
+# ---- plan init ----------------------------------------------------------------------------
+
+STARTER_HARDWARE = ("h100-sxm", "h200", "mi300x")
+
+
+def test_every_catalog_model_gets_a_starter_that_compiles(tmp_path: Path) -> None:
+    """Every model of the stdlib on a few accelerators: the starter compiles with exit 0 (warnings,
+    such as a replica wider than a scale-up domain, allowed), and its two checks hold."""
+    import time
+
+    from planc import starter
+    from planc.pipeline import compile_plan
+
+    started = time.monotonic()
+    models = starter.choices("models")
+    assert len(models) >= 20 and "llama-3.1-70b" in models
+    for hardware in STARTER_HARDWARE:
+        for model in models:
+            path = tmp_path / f"{model}-{hardware}.plan"
+            path.write_text(starter.starter(model, hardware), encoding="utf-8")
+            result = compile_plan(path)
+            assert result.exit_code == 0, (model, hardware, [d.message for d in result.diagnostics])
+            assert len(result.lowered.checks) == 2 and all(c.holds for c in result.lowered.checks)
+            assert len(result.lowered.summary) == 4
+    assert time.monotonic() - started < 60  # about 15 s on a CI machine
+
+
+def test_init_writes_a_commented_starter(tmp_path: Path) -> None:
+    out = tmp_path / "my.plan"
+    status, _, err = run("init", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--dau", "100M", "-o", str(out))
+    assert status == 0 and f"wrote {out}" in err
+    text = out.read_text(encoding="utf-8")
+    assert 'import "models/llama-3.1-70b"' in text and 'import "hardware/h100-sxm"' in text
+    assert "traffic chat_traffic {" in text and "deployment chat {" in text
+    assert "daily_active_users = 100 M users" in text
+    assert "tensor_parallel = 4 " in text and "batch = 64 " in text  # what the flagship chose by hand
+    # the main knobs, commented, with their defaults and sources from the installed stdlib
+    assert "  # weights = bf16\n" in text and "  # tpot_slo = 40 ms\n" in text and "  # engine = vllm\n" in text
+    assert "(source: docs/physics.md §14 worked example: TPOT SLO 40 ms)" in text
+    assert text.count("\ncheck ") == 2 and "\nsummary chat.devices" in text
+    status, _, _ = run("check", str(out))
+    assert status == 0
+    # every commented knob, uncommented, still compiles: the defaults are written as the kind has them
+    knobs = tmp_path / "knobs.plan"
+    knobs.write_text(text.replace("  # weights = ", "  weights = ").replace("  # kv = ", "  kv = ")
+                     .replace("  # engine = ", "  engine = ").replace("  # context = ", "  context = ")
+                     .replace("  # memory_utilization = ", "  memory_utilization = ")
+                     .replace("  # tpot_slo = ", "  tpot_slo = "), encoding="utf-8")
+    assert run("check", str(knobs))[0] == 0
+    # the same arguments give the same bytes; an existing file is kept unless --force
+    status, _, err = run("init", "--model", "llama-3.1-70b", "--dau", "100M", "-o", str(out))
+    assert status == 2 and "exists" in err and "--force" in err
+    assert run("init", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--dau", "100M", "-o", str(out),
+               "--force")[0] == 0
+    assert out.read_text(encoding="utf-8") == text
+    status, stdout, _ = run("init", "--model", "llama-3.1-70b", "--dau", "100M", "-o", "-")
+    assert status == 0 and stdout == text
+
+
+def test_init_refuses_what_it_cannot_write(tmp_path: Path) -> None:
+    status, out, err = run("init", "--model", "lama-3.1-8b", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "no model `lama-3.1-8b`" in err and "did you mean `llama-3.1-8b`" in err
+    status, _, err = run("init", "--hardware", "h100", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "did you mean `h100-pcie` or `h100-sxm`" in err
+    status, _, err = run("init", "--dau", "1e6; rm -rf /", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "--dau" in err
+    status, _, err = run("init")
+    assert status == 2 and "-o FILE" in err
+    # a pair no tensor parallelism serves: said, with the reason at the largest degree tried
+    status, _, err = run("init", "--model", "llama-3.1-405b", "--hardware", "l4", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "no tensor-parallel degree up to 64" in err and "at tensor parallel" in err
+    assert not list(tmp_path.iterdir())
+    status, out, _ = run("init", "--list")
+    assert status == 0 and "llama-3.1-70b" in out and "h100-sxm" in out
