@@ -20,6 +20,7 @@ Contract
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 import statistics
@@ -48,7 +49,15 @@ ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtll
 _TRTLLM_0_9 = re.compile(r"^v?0\.[0-9]([^0-9]|$)")  # 0.5-0.9: the releases before XQA was the GQA default
 
 
-PROFILES = {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"}
+
+@functools.cache
+def profiles() -> frozenset[str]:
+    """The engine profiles the stdlib ships (every `engine` instance under engines/)."""
+    names: set[str] = set()
+    for entry in resources.files("planc.stdlib").joinpath("engines").iterdir():
+        if entry.name.endswith(".plan"):
+            names |= set(re.findall(r"^engine\s+([a-z_][a-z0-9_]*)", entry.read_text(encoding="utf-8"), re.M))
+    return frozenset(names)
 
 
 def engine_of(row: Row) -> str:
@@ -166,7 +175,7 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
         return None, "input or output length not stated"
     activations = "fp16" if weights == "fp16" or kv == "fp16" else "bf16"
     engine = engine_of(row)
-    if engine not in PROFILES:
+    if engine not in profiles():
         return None, f"engine profile {engine} is not in the catalog"
     static = "true" if metric in ("static_throughput", "max_throughput", "ttft", "prefill") and batch > 1 else "false"
     total = int(float(prompt)) + int(float(output))

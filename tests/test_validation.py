@@ -26,7 +26,7 @@ ROWS = REPO / "validation" / "rows"
 HEADER = ("id,metric,value,unit,model,hf_id,gpu,gpus,tp,pp,ep,engine,engine_version,weights,compute,kv,batch,"
           "input_tokens,output_tokens,context,source,setup,quote,profile").split(",")
 METRICS = {"decode_step", "ttft", "prefill", "static_throughput", "max_throughput", "e2e_latency"}
-PROFILES = {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"}
+PROFILES = v.profiles()
 _GITHUB = re.compile(r"^github:[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S")
 
 
@@ -91,6 +91,10 @@ def test_fidelity_report_is_current(scored: tuple[list[v.Prediction], list[v.Gro
     expected = v.render(groups, predictions, before)
     # on a physics change: plan validate validation/rows --before validation/before.json -o docs/fidelity.md
     assert (REPO / "docs" / "fidelity.md").read_text(encoding="utf-8") == expected
+
+
+def test_the_profiles_are_the_stdlibs_engines() -> None:
+    assert PROFILES >= {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"}
 
 
 def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
