@@ -9,6 +9,8 @@ that defined it. Order is the topological order of the node graph, so output is 
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,11 +158,18 @@ def location(span: Span, field: str | None = None, owner: str = "") -> str:
     if field and span.file.is_stdlib and "." in owner:  # an enumeration member's attribute
         return f"{span.file.path} › {owner}.{field}"
     if field and span.file.is_stdlib:
-        blocks = [m for m in _BLOCK.finditer(span.file.text, 0, span.start)]
-        if blocks:
-            name = blocks[-1].group(1) or blocks[-1].group(2)
-            return f"{span.file.path} › {name}.{field}"
+        starts, names = _blocks(span.file.text)
+        k = bisect.bisect_right(starts, span.start) - 1
+        if k >= 0:
+            return f"{span.file.path} › {names[k]}.{field}"
     return f"{span.file.path}:{span.line}"
+
+
+@functools.lru_cache(maxsize=64)
+def _blocks(text: str) -> tuple[list[int], list[str]]:
+    """Where each kind or instance block of a stdlib file starts, and its name."""
+    found = [(m.start(), m.group(1) or m.group(2)) for m in _BLOCK.finditer(text)]
+    return [start for start, _ in found], [name for _, name in found]
 
 
 class _Builder:
