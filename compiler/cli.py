@@ -39,6 +39,7 @@ Examples:
   plan init --model llama-3.1-70b --hardware h200 -o my.plan   # a starter plan that compiles
   plan flags examples/100m_dau.plan                   # vllm serve ... --max-num-seqs 64  ← chat.batch
   plan explain E0302                                  # what a diagnostic code means
+  plan physics 5.4                                    # a section of the physics the stdlib cites
 """
 
 
@@ -468,6 +469,22 @@ def explain(code: str | None) -> None:
         hint = f"did you mean `{close}` ({CODES[close].title})? " if close else ""
         click.echo(f"  = help: {hint}`plan explain` with no code lists every code", err=True)
     sys.exit(2)
+
+
+@main.command()
+@click.argument("section", metavar="[SECTION]", required=False)
+def physics(section: str | None) -> None:
+    """Print docs/physics.md, the reference the stdlib's sources cite ("docs/physics.md §5.4"), or
+    one SECTION of it (`plan physics 5.4`, `plan physics 7`). Exit 0, or 2 for a section that
+    does not exist."""
+    from . import explain as ex
+
+    text = ex.physics(section)
+    if text is None:
+        click.echo(f"error: docs/physics.md has no section {section!r} in this installation of plan", err=True)
+        click.echo("  = help: `plan physics` prints the whole document with its numbered sections", err=True)
+        sys.exit(2)
+    click.echo(text, nl=not text.endswith("\n"))
 
 
 @main.command("import-hf")

@@ -16,6 +16,7 @@ from importlib import resources
 from .diagnostics import CODES
 
 _CODE = re.compile(r"([EW])0*(\d{1,4})")
+PHYSICS = "docs/physics.md"  # the physics reference, shipped as the package planc.docs
 
 
 def normalise(text: str) -> str:
@@ -32,6 +33,26 @@ def page(code: str) -> str | None:
         return resources.files("planc.errors").joinpath(f"{code}.md").read_text(encoding="utf-8")
     except (OSError, ModuleNotFoundError):
         return None
+
+
+def physics(section: str | None) -> str | None:
+    """docs/physics.md, shipped as `planc.docs`: the whole document, or the section whose heading
+    starts with `section` (`5.4`, or `5` for a chapter with its subsections); None if none does."""
+    try:
+        text = resources.files("planc.docs").joinpath(PHYSICS.rpartition("/")[2]).read_text(encoding="utf-8")
+    except (OSError, ModuleNotFoundError):
+        return None
+    if section is None:
+        return text
+    heads = [(m.start(), len(m.group(1)), m.group(2)) for m in re.finditer(r"^(#{2,3}) (\d+(?:\.\d+)?) ", text, re.M)]
+    for k, (start, level, number) in enumerate(heads):
+        if number == section.strip():
+            # a section runs to the next heading of its level or above (a chapter keeps its subsections)
+            end = next((s for s, lv, _ in heads[k + 1:] if lv <= level), len(text))
+            body = text.index("\n", start) + 1
+            nxt = re.search(r"^## ", text[body:end], re.M)  # and never past the next chapter
+            return text[start:end if nxt is None else body + nxt.start()]
+    return None
 
 
 def closest(text: str) -> str | None:

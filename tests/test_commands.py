@@ -431,3 +431,17 @@ def test_init_refuses_what_it_cannot_write(tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
     status, out, _ = run("init", "--list")
     assert status == 0 and "llama-3.1-70b" in out and "h100-sxm" in out
+
+
+def test_physics_prints_the_section_a_source_cites() -> None:
+    # a source says "docs/physics.md §5.4": the installed plan prints that section, and a chapter
+    # number prints the chapter with its subsections
+    code, out, _ = run("physics", "5.4")
+    assert code == 0 and out.startswith("### 5.4 The iteration as operators")
+    assert "### 5.5" not in out and "GEMM tiles quantise into waves" in out
+    code, out, _ = run("physics", "7")
+    assert code == 0 and out.startswith("## 7 Latency") and "### 7.6 Queueing" in out and "## 8 " not in out
+    code, out, _ = run("physics")
+    assert code == 0 and out.startswith("# The physics of the stdlib")
+    code, _, err = run("physics", "99")
+    assert code == 2 and "no section '99'" in err

@@ -40,6 +40,11 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
                           cwd=work, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (REPO / "docs" / "errors" / "E0302.md").read_text(encoding="utf-8")
+    # and so does the physics reference the stdlib's sources cite
+    proc = subprocess.run([str(env_dir / "bin" / "plan"), "physics", "5.4"],
+                          cwd=work, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("### 5.4 ") and "### 5.5 " not in proc.stdout
     # the installed package, not the checkout, provided the stdlib
     where = subprocess.run([str(py), "-c", "import planc, pathlib; print(pathlib.Path(planc.__file__).parent)"],
                            capture_output=True, text=True, check=True).stdout.strip()
