@@ -28,6 +28,26 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh private cache directory for one test, with every cached handle on it (the
+    directory, its signing key, the parser built from its tables) forgotten before and after."""
+    from planc import cachedir
+    from planc.syntax import parser
+
+    def forget() -> None:
+        cache_directory.cache_clear()
+        cachedir._key.cache_clear()
+        parser._parser.cache_clear()
+
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("PLAN_CACHE_DIR", str(directory))
+    monkeypatch.delenv("PLAN_NO_CACHE", raising=False)
+    forget()
+    yield directory
+    forget()
+
+
+@pytest.fixture
 def compile_text(tmp_path: Path) -> Callable[[str], Compilation]:
     def run(text: str, name: str = "plan.plan") -> Compilation:
         path = tmp_path / name

@@ -36,20 +36,6 @@ def _hostile(marker: Path) -> bytes:
     return pickle.dumps(_Hostile(marker))
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("PLAN_CACHE_DIR", str(directory))
-    monkeypatch.delenv("PLAN_NO_CACHE", raising=False)
-    cache_directory.cache_clear()
-    cachedir._key.cache_clear()
-    parser._parser.cache_clear()
-    yield directory
-    cache_directory.cache_clear()
-    cachedir._key.cache_clear()
-    parser._parser.cache_clear()
-
-
 @pytest.mark.parametrize("no_cache", ["1", ""])
 def test_a_file_planted_where_lark_caches_is_never_loaded(
         no_cache: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache_dir: Path) -> None:

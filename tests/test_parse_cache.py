@@ -14,16 +14,6 @@ from planc.syntax import cache, parser
 TEXT = 'let a = 80 GiB "memory" source "datasheet"\ncheck a > 0 B\n'
 
 
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "cache"
-    monkeypatch.setenv("PLAN_CACHE_DIR", str(directory))
-    monkeypatch.delenv("PLAN_NO_CACHE", raising=False)
-    cache_directory.cache_clear()
-    yield directory
-    cache_directory.cache_clear()
-
-
 def test_a_cached_parse_equals_a_fresh_one(cache_dir: Path) -> None:
     first, problems = parser.parse(SourceFile("t.plan", TEXT))
     assert first is not None and not problems
