@@ -145,6 +145,8 @@ def sympy_op(op: str, a: list[Any]) -> Any:
         "floor": lambda: sp.floor(a[0]), "sqrt": lambda: sp.sqrt(a[0]), "log": lambda: sp.log(a[0]),
         "exp": lambda: sp.exp(a[0]), "abs": lambda: sp.Abs(a[0]),
         "erlang_c": lambda: sympy_function("erlang_c")(*a),
+        # a search has no closed form: its value stands as an opaque function of its range
+        "largest": lambda: sp.Function("largest")(a[1], a[2]),
     }
     return table[op]()
 
@@ -182,6 +184,46 @@ def evaluate(expr: ir.Expr, values: dict[str, Value]) -> Value:
     except OverflowError:  # a rational too large for a float, met by a float
         raise EvalError(expr.span, "overflow", "beyond ±1.8e308") from None
     return _check_range(result, expr.span)
+
+
+def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -> Fraction:
+    """`largest(x, low, high, condition)`: the largest whole x in [low, high] at which the
+    condition holds, by bisection (the condition is taken to hold up to some x and fail beyond,
+    as a limit on a batch does; a trial at which the physics has no value fails). The nodes
+    between x and the condition are left at their values for the answer."""
+    expr = elaborated.nodes[node_id].expr
+    assert isinstance(expr, ir.Op)
+    free, low_expr, high_expr, cond = expr.args
+    assert isinstance(free, ir.Ref)
+    low, high = math.ceil(evaluate(low_expr, values)), math.floor(evaluate(high_expr, values))  # type: ignore[arg-type]
+    trials = ir.trial_nodes(elaborated, node_id)
+
+    def holds(x: int) -> bool:
+        values[free.node] = Fraction(x)
+        try:
+            for n in trials:
+                values[n] = evaluate(elaborated.nodes[n].expr, values)
+            return bool(evaluate(cond, values))
+        except EvalError:
+            return False
+
+    if high < low or not holds(low):
+        holds(low)
+        error = EvalError(expr.span, "infeasible", f"it fails already at {free.text} = {low}" if high >= low
+                          else f"the range {low} .. {high} is empty")
+        error.var = free.text  # type: ignore[attr-defined]
+        raise error
+    if holds(high):
+        return Fraction(high)
+    good, bad = low, high
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if holds(mid):
+            good = mid
+        else:
+            bad = mid
+    holds(good)
+    return Fraction(good)
 
 
 def _apply(expr: ir.Op, a: list[Any]) -> Value:
@@ -299,7 +341,8 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
             continue
         changed.add(node_id)
         try:
-            out.values[node_id] = evaluate(node.expr, out.values)
+            out.values[node_id] = (largest(elaborated, node_id, out.values) if ir.is_search(node.expr)
+                                   else evaluate(node.expr, out.values))
         except EvalError as exc:
             failed.add(node_id)
             problems.append((node, exc))
@@ -326,6 +369,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
 
 
 _HELP = {
+    "infeasible": "the condition cannot be met anywhere in the range: relax what it asks (an SLO, a memory limit) or widen the range",
     "division by zero": "check the inputs this divisor is computed from; none may be zero",
     "overflow": "check the magnitudes and units of the inputs",
     "not a real number": "check the signs of the inputs",
@@ -334,6 +378,11 @@ _HELP = {
 
 
 def _diagnostic(name: str, declared: Span, exc: EvalError) -> dx.Diagnostic:
+    if exc.kind == "infeasible":
+        var = getattr(exc, "var", "x")
+        return dx.NO_FEASIBLE_VALUE.at(exc.span, "nothing in the range meets this", name=name, var=var, detail=exc.detail,
+                                       secondary=[dx.Label(declared, "while evaluating this")] if declared != exc.span else [],
+                                       help=_HELP[exc.kind])
     code = {"division by zero": dx.DIVISION_BY_ZERO, "overflow": dx.OVERFLOW,
             "underflow": dx.UNDERFLOW}.get(exc.kind, dx.NOT_A_NUMBER)
     label = {"division by zero": "this is zero", "overflow": "too large", "underflow": "too small"}.get(exc.kind, exc.detail)

@@ -66,9 +66,47 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             if node_id not in base and not any(d in varying for d in node.deps):
                 values[node_id] = np.nan  # failed in the base plan and unaffected by what varies
                 continue
-            values[node_id] = _evaluate(node.expr, values, ops)
+            values[node_id] = (_largest(elaborated, node_id, values, ops) if ir.is_search(node.expr)
+                               else _evaluate(node.expr, values, ops))
             varying.add(node_id)
     return values
+
+
+def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
+             ops: dict[str, Callable[[list[Array]], Array]]) -> Array:
+    """`largest(x, low, high, condition)` at every point at once: the same bisection as the exact
+    evaluator (`lower.largest`), each step one pass over the trial nodes for all points; NaN where
+    even `low` fails. The trial nodes are left at their values for the answer."""
+    expr = elaborated.nodes[node_id].expr
+    assert isinstance(expr, ir.Op)
+    free, low_expr, high_expr, cond = expr.args
+    assert isinstance(free, ir.Ref)
+    trials = ir.trial_nodes(elaborated, node_id)
+    low = np.ceil(np.asarray(_evaluate(low_expr, values, ops), dtype=float))
+    high = np.floor(np.asarray(_evaluate(high_expr, values, ops), dtype=float))
+
+    def holds(x: Array) -> Array:
+        values[free.node] = x
+        for n in trials:
+            values[n] = _evaluate(elaborated.nodes[n].expr, values, ops)
+        return np.asarray(_evaluate(cond, values, ops), dtype=bool)
+
+    shape = np.broadcast_shapes(np.shape(low), np.shape(high), *(np.shape(values[r]) for r in ir.refs(cond) if r in values))
+    low, high = np.broadcast_to(low, shape).copy(), np.broadcast_to(high, shape).copy()
+    feasible = (high >= low) & holds(low)
+    top = holds(high) & feasible
+    good, bad = low.copy(), high.copy()
+    while True:
+        open_ = feasible & ~top & (bad - good > 1)
+        if not open_.any():
+            break
+        mid = np.where(open_, np.floor((good + bad) / 2), good)
+        ok = holds(mid)
+        good = np.where(open_ & ok, mid, good)
+        bad = np.where(open_ & ~ok, mid, bad)
+    answer = np.where(top, high, np.where(feasible, good, np.nan))
+    holds(np.where(np.isnan(answer), low, answer))
+    return answer if np.ndim(answer) else float(answer)
 
 
 def _scalar(value: Any) -> Any:

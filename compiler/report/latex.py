@@ -47,6 +47,9 @@ class _Printer:
         if isinstance(expr, (ir.Lit, ir.Ref)):
             return self.leaf(expr), _ATOM
         op, args = expr.op, expr.args
+        if op == "largest":  # max{x ∈ [low, high] : condition}, the condition at the answer
+            free, low, high, cond = (self.visit(a)[0] for a in args)
+            return ("\\max\\{" + free + " \\in [" + low + ", " + high + "] : " + cond + "\\}"), _ATOM
         if op not in _FUNC and op not in _PREC and op not in ("ceil", "floor", "if"):
             raise NotImplementedError(f"no LaTeX form for `{op}`")  # a new IR op must be added here
         if op in _FUNC:

@@ -15,6 +15,7 @@ Contract
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -66,6 +67,16 @@ class Instance:
     kind: Kind
     base: Instance | None
     abstract: bool = False  # a stand-in used to check a kind that no instance uses
+    # a variant (`x where (a = ...)`, or the trial values of `largest`): the instance it varies,
+    # and the fields it binds, each to a value computed in that instance (None: the free
+    # variable of a `largest`, whose values the evaluator chooses)
+    outer: Instance | None = None
+    bound: dict[str, tuple[ir.Expr | None, ast.Expr]] = field(default_factory=dict)
+
+    @property
+    def origin(self) -> Instance:
+        """The instance of the plan this one is a variant of (itself if it is one)."""
+        return self if self.outer is None else self.outer.origin
 
     def assigned(self) -> dict[str, ast.Field]:
         """Plain field assignments, the instance's own over its base's (computed once)."""
@@ -179,11 +190,15 @@ class Elaborator:
         self.done: dict[str, Value | None] = {}
         self.stack: list[tuple[str, Span]] = []
         self._types: dict[int, TypeInfo | None] = {}
+        self._variants: dict[Any, Instance] = {}
+        self._formula: ast.Expr | None = None  # the formula of the node being elaborated (for `largest`)
+        self._varying: dict[tuple[str, str, frozenset[str], str], bool] = {}
         self._dispatch: dict[type, Callable[[Any, Instance | None], Value | None]] = {
             ast.Name: self._name, ast.Attribute: self._attribute, ast.Index: self._index,
             ast.Number: self._number, ast.Bool: self._bool, ast.Unary: self._unary,
             ast.BinOp: self._binop, ast.Compare: self._compare, ast.BoolOp: self._boolop,
             ast.Call: self._call, ast.If: self._if, ast.Uncertain: self._range_elsewhere,
+            ast.Where: self._where,
         }
 
     # ---- entry point ----------------------------------------------------------------------
@@ -411,6 +426,11 @@ class Elaborator:
         ftype = self.type_of(spec)
         if ftype is not None and ftype.tag == "map":
             return MapRef(inst, name)
+        if inst.outer is not None:
+            if name in inst.bound:
+                return self._bound(inst, spec, ftype, use, text or name)
+            if not self._varies(inst, name):  # the same in the variant as in the instance it varies
+                return self.field(inst.outer, name, use, text)
         node_id = f"{inst.name}.{name}"
         definition = self._definition(inst, spec)
         if definition is None and inst.abstract:
@@ -430,8 +450,97 @@ class Elaborator:
                          overridden=overridden, decl_span=spec.decl.name_span, type_span=_type_span(spec.decl.type))
         return self._node(node_id, expr, inst, meta, use, text or name)
 
+    # ---- variants ---------------------------------------------------------------------------
+    def variant(self, inst: Instance, bound: dict[str, tuple[ir.Expr | None, ast.Expr]], span: Span) -> Instance:
+        """The instance `inst` with some fields bound to other values: every field that depends
+        on a bound one gets its own node (`chat~1.step_time`); the others are `inst`'s own.
+        One variant per distinct binding, named in the order they are first met."""
+        key = (inst.name, tuple(sorted((k, v[0]) for k, v in bound.items())), None if all(
+            v[0] is not None for v in bound.values()) else span)
+        found = self._variants.get(key)
+        if found is None:
+            found = Instance(f"{inst.origin.name}~{len(self._variants) + 1}", inst.decl, inst.kind, inst.base,
+                             abstract=inst.abstract, outer=inst, bound=dict(bound))
+            self._variants[key] = found
+            self.instances[found.name] = found
+        return found
+
+    def _varies(self, inst: Instance, name: str) -> bool:
+        """Whether a field of a variant differs from the instance it varies: its definition
+        reads a field the variant binds, directly or through other fields (read from the
+        definitions, so a field that does not vary is never elaborated twice)."""
+        return self._name_depends(inst, name, frozenset(inst.bound))
+
+    def _name_depends(self, inst: Instance, name: str, on: frozenset[str]) -> bool:
+        if name in on:
+            return True
+        if name not in inst.kind.fields or self._bound_above(inst, name):
+            return False  # not a field, or fixed by a variant further out: the same here
+        key = (inst.origin.name, inst.kind.name, name, on, self._leaves(inst))
+        if key not in self._varying:
+            self._varying[key] = False  # a cycle is reported by the instance itself
+            definition = self._definition(inst, inst.kind.fields[name])
+            self._varying[key] = definition is not None and self._depends(inst, definition[0], on)
+        return self._varying[key]
+
+    def _depends(self, inst: Instance, e: Any, on: frozenset[str]) -> bool:
+        """Whether an expression written in `inst`'s kind reads any of the fields `on`; a
+        `where` or `largest` that rebinds a field hides it from the expression it rebinds it in."""
+        if isinstance(e, ast.Name):
+            return self._name_depends(inst, e.id, on)
+        if isinstance(e, ast.Attribute):
+            return self._depends(inst, e.value, on)
+        if isinstance(e, ast.Where):
+            inner = on - {b.target.steps[0].name for b in e.bindings}
+            return (any(self._depends(inst, b.value, on) for b in e.bindings)
+                    or (bool(inner) and self._depends(inst, e.value, inner)))
+        if isinstance(e, ast.Call) and e.func == "largest" and e.args and isinstance(e.args[0], ast.Name):
+            inner = on - {e.args[0].id}
+            return (any(self._depends(inst, a, on) for a in e.args[1:3])
+                    or (bool(inner) and any(self._depends(inst, a, inner) for a in e.args[3:])))
+        if isinstance(e, tuple):
+            return any(self._depends(inst, item, on) for item in e)
+        if dataclasses.is_dataclass(e) and not isinstance(e, (ast.Number, Span)):
+            return any(self._depends(inst, getattr(e, f.name), on) for f in dataclasses.fields(e) if f.name != "span")
+        return False
+
+    @staticmethod
+    def _bound_above(inst: Instance, name: str) -> bool:
+        outer = inst.outer
+        while outer is not None:
+            if name in outer.bound:
+                return True
+            outer = outer.outer
+        return False
+
+    @staticmethod
+    def _leaves(inst: Instance) -> frozenset[str]:
+        names: set[str] = set()
+        outer = inst.outer
+        while outer is not None:
+            names.update(outer.bound)
+            outer = outer.outer
+        return frozenset(names)
+
+    def _bound(self, inst: Instance, spec: FieldSpec, ftype: TypeInfo | None, use: Span, text: str) -> Value | None:
+        """A field a variant binds: a node whose formula is the binding, computed in the
+        instance the variant varies; the free variable of a `largest` starts at its low end."""
+        node_id = f"{inst.name}.{spec.name}"
+        if node_id not in self.done:
+            value, written = inst.bound[spec.name]
+            assert value is not None, "the free variable is recorded by `largest`"
+            meta = _NodeMeta(owner=inst.name, field=spec.name, spec=spec, ftype=ftype, notes=None,
+                             overridden=True, decl_span=spec.decl.name_span, type_span=_type_span(spec.decl.type))
+            if not self._conforms(value, ftype, written.span, meta):
+                self.done[node_id] = None
+                return None
+            self.done[node_id] = value.dim  # type: ignore[assignment]
+            self._record(node_id, value, written, meta)
+            self.out.nodes[node_id].is_input = False  # set by the formula that binds it, not an input of the plan
+        return self._use(node_id, use, text)
+
     def _definition(self, inst: Instance, spec: FieldSpec) -> tuple[ast.Expr, ast.Annotations | None, bool] | None:
-        override = self.overrides.get((inst.name, spec.name))
+        override = self.overrides.get((inst.origin.name, spec.name))
         if override is not None:
             return override, None, True
         f = inst.assigned().get(spec.name)
@@ -452,6 +561,7 @@ class Elaborator:
             self._cycle(node_id, expr.span)
             return None
         self.stack.append((node_id, expr.span))
+        self._formula = expr
         interval = None
         if isinstance(expr, ast.Uncertain):
             value, interval = self._uncertain(expr, scope)
@@ -895,7 +1005,83 @@ class Elaborator:
             return None
         return ir.Op(e.op, tuple(args), ir.BOOL, e.span)  # type: ignore[arg-type]
 
+    def _where(self, e: ast.Where, scope: Instance | None) -> Value | None:
+        """`value where (a = x, ...)`: `value` in the variant of the current instance that binds
+        `a` to `x` (computed in the current instance)."""
+        if scope is None:
+            self.sink.add(dx.WRONG_TYPE.at(e.span, "outside an instance", expected="a formula of a kind or an instance",
+                                           found="`where` at the top level",
+                                           help="write `where` in a kind's formula or an instance's field, where its names are fields"))
+            return None
+        bound: dict[str, tuple[ir.Expr | None, ast.Expr]] = {}
+        for b in e.bindings:
+            name = b.target.steps[0].name
+            if len(b.target.steps) > 1 or name not in scope.kind.fields:
+                self._unknown(b.target.dotted, b.target.span, list(scope.kind.fields), "field",
+                              owner=f"`{scope.kind.name}`")
+                return None
+            value = self.expr(b.value, scope)
+            if value is None:
+                return None
+            if not isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
+                self.sink.add(dx.WRONG_TYPE.at(b.value.span, "not a quantity", expected="a quantity or a verdict",
+                                               found=describe(value), help="`where` binds quantities; compare enum or instance choices with `compare`"))
+                return None
+            bound[name] = (value, b.value)
+        return self.expr(e.value, self.variant(scope, bound, e.span))
+
+    def _largest(self, e: ast.Call, scope: Instance | None) -> Value | None:
+        """`largest(x, low, high, condition)`: the largest whole `x` from `low` to `high` at which
+        `condition` holds, `condition` read in the variant of the instance in which `x` is free."""
+        def bad(span: Span, message: str, help: str) -> None:
+            self.sink.add(dx.BAD_CALL.at(span, "bad `largest`", message=message, help=help))
+        if len(e.args) != 4:
+            bad(e.span, f"`largest` takes 4 arguments, found {len(e.args)}",
+                "call it as `largest(batch, 1, max_num_seqs, tpot <= tpot_slo)`")
+            return None
+        var = e.args[0]
+        if scope is None or not isinstance(var, ast.Name) or var.id not in scope.kind.fields:
+            bad(var.span, "the first argument of `largest` must be a field of the instance it is written in",
+                "name the field the search varies, such as `batch`")
+            return None
+        if self._formula is not e:
+            bad(e.span, "`largest(...)` must be the whole formula of a field",
+                "give the search its own field and use that field in the larger formula")
+            return None
+        spec = scope.kind.fields[var.id]
+        ftype = self.type_of(spec)
+        bounds = [self.expr(a, scope) for a in e.args[1:3]]
+        if ftype is None or ftype.tag != "dim" or any(b is None for b in bounds):
+            if ftype is not None and ftype.tag != "dim":
+                bad(var.span, f"`{var.id}` is {ftype.describe()}, not a quantity", "search a counted quantity such as `batch`")
+            return None
+        for bound, arg in zip(bounds, e.args[1:3]):
+            if not isinstance(bound, (ir.Lit, ir.Ref, ir.Op)) or bound.dim != ftype.dim:
+                found = describe(bound) if bound is not None else "nothing"
+                self.sink.add(dx.WRONG_TYPE.at(arg.span, "not in the unit of the field", expected=f"a quantity like `{var.id}`",
+                                               found=found, help=f"the ends of the search are values of `{var.id}`"))
+                return None
+        low, high = bounds
+        assert isinstance(low, (ir.Lit, ir.Ref, ir.Op)) and isinstance(high, (ir.Lit, ir.Ref, ir.Op))
+        trial = self.variant(scope, {var.id: (None, var)}, e.span)
+        node_id = f"{trial.name}.{var.id}"
+        if node_id not in self.done:
+            self.done[node_id] = ftype.dim  # type: ignore[assignment]
+            meta = _NodeMeta(owner=trial.name, field=var.id, spec=spec, ftype=ftype, notes=None,
+                             overridden=True, decl_span=spec.decl.name_span, type_span=_type_span(spec.decl.type))
+            self._record(node_id, low, e.args[1], meta)
+            self.out.nodes[node_id].is_input = False
+        cond = self.expr(e.args[3], trial)
+        if cond is None or not self._need_bool(cond, e.args[3].span):
+            return None
+        cond = _as_bool_expr(cond)
+        assert isinstance(cond, (ir.Lit, ir.Ref, ir.Op))
+        free = ir.Ref(node_id, ftype.dim, var.span, var.id)  # type: ignore[arg-type]
+        return ir.Op("largest", (free, low, high, cond), ftype.dim, e.span)  # type: ignore[arg-type]
+
     def _call(self, e: ast.Call, scope: Instance | None) -> Value | None:
+        if e.func == "largest":
+            return self._largest(e, scope)
         arity = BUILTINS.get(e.func)
         if arity is None:
             close = difflib.get_close_matches(e.func, BUILTINS, n=1)

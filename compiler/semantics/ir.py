@@ -179,3 +179,21 @@ def upstream_of(elaborated: Elaborated, node_ids: list[str]) -> set[str]:
         out.add(n)
         stack.extend(elaborated.nodes[n].deps)
     return out
+
+
+def trial_nodes(elaborated: Elaborated, node_id: str) -> list[str]:
+    """For a node defined by `largest(x, low, high, condition)`: the nodes between its free
+    variable and its condition, in evaluation order — what each trial value re-evaluates."""
+    cache = elaborated.__dict__.setdefault("_trials", {})
+    if node_id not in cache:
+        expr = elaborated.nodes[node_id].expr
+        assert isinstance(expr, Op) and expr.op == "largest" and isinstance(expr.args[0], Ref)
+        free = expr.args[0].node
+        down = downstream(elaborated, free)
+        up = upstream(elaborated, [expr.args[3]])
+        cache[node_id] = [n for n in elaborated.order if n in down and n in up and n != free]
+    return cache[node_id]  # type: ignore[no-any-return]
+
+
+def is_search(expr: Expr) -> bool:
+    return isinstance(expr, Op) and expr.op == "largest"

@@ -115,7 +115,17 @@ class If:
     orelse: Expr
 
 
-Expr = Union[Name, Attribute, Index, Number, Bool, Unary, BinOp, Compare, BoolOp, Call, If, Uncertain]
+@dataclass(frozen=True)
+class Where:
+    """`value where (a = x, b = y)`: `value` computed as if the fields `a` and `b` of the same
+    instance were `x` and `y` (themselves computed in the instance as it is)."""
+
+    span: Span
+    value: Expr
+    bindings: tuple[Assignment, ...]
+
+
+Expr = Union[Name, Attribute, Index, Number, Bool, Unary, BinOp, Compare, BoolOp, Call, If, Uncertain, Where]
 
 # ---- annotations, types and paths ---------------------------------------------------------
 

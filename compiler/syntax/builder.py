@@ -341,6 +341,10 @@ class _Builder(Transformer[Token, Any]):
         value, key = children
         return ast.Index(self._span(meta), value, key)
 
+    def where_expr(self, meta: LarkMeta, children: list[Any]) -> ast.Where:
+        value, *bindings = children
+        return ast.Where(self._span(meta), value, tuple(bindings))
+
     def call(self, meta: LarkMeta, children: list[Any]) -> ast.Call:
         func, *args = children
         return ast.Call(self._span(meta), str(func), self._tok(func), tuple(a for a in args if a is not None))
