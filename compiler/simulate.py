@@ -108,6 +108,8 @@ _WAITING, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3
 
 @dataclass(frozen=True)
 class Workload:
+    """The traffic of the whole group (see the contract for each field's meaning)."""
+
     rate: float
     prompt_mean: float
     prompt_p99: float
@@ -120,6 +122,8 @@ class Workload:
 
 @dataclass(frozen=True)
 class Engine:
+    """One replica's scheduler limits and KV memory, in tokens."""
+
     max_num_seqs: int
     token_budget: int
     kv_capacity_tokens: int
@@ -130,12 +134,17 @@ class Engine:
 
 @dataclass(frozen=True)
 class Router:
+    """How arrivals are spread over `replicas` identical replicas."""
+
     policy: str = "least_loaded"
     replicas: int = 1
 
 
 @dataclass(frozen=True)
 class SimResult:
+    """Per-request arrays (requests finishing in the window), per-iteration arrays (iterations
+    inside it), and time averages over it; seconds and tokens."""
+
     window: tuple[float, float]
     replicas: int
     arrival: np.ndarray
@@ -341,7 +350,7 @@ class _Replica:
         self.budget = engine.token_budget
         self.chunked = engine.chunked_prefill
         self.rq = requests
-        self.log = log
+        self.record = log.record
         self.waiting: deque[int] = deque()
         self.running: dict[int, None] = {}  # admission order: the last one is the next victim
         self.partial: dict[int, None] = {}  # running, prefill incomplete, oldest first
@@ -364,7 +373,8 @@ class _Replica:
         self.used += demand
         decoders = self.decoders
         context = (self.off_sum + decoders * step) / decoders if decoders else 0.0
-        self.completing = []
+        if self.completing:
+            self.completing = []
         tokens = positions = 0
         if plans:
             tokens, positions = self._run_partials(plans)
@@ -376,19 +386,29 @@ class _Replica:
         dt = float(self.iteration_time(decoders, context, tokens, positions / tokens if tokens else 0.0))
         if not dt > 0:
             raise ValueError(f"iteration_time must be positive (got {dt} for {decoders} decodes, {tokens} prefill tokens)")
-        self.log.record(t, dt, decoders, tokens, decoders + len(self.completing), len(self.running), self.used * self.block)
+        self.record(t, dt, decoders, tokens, decoders + len(self.completing), len(self.running), self.used * self.block)
         return t + dt
 
     def end(self, t: float) -> int:
         self.step = step = self.step + 1
-        rq = self.rq
-        epoch, first, emitted, output = rq.epoch, rq.first, rq.emitted, rq.output
         finished = 0
-        for r, e in self.finishing.pop(step, ()):
-            if epoch[r] == e:
-                self._stop_decoding(r)
-                self._finish(r, t)
-                finished += 1
+        entries = self.finishing.pop(step, None)
+        if entries:
+            epoch = self.rq.epoch
+            for r, e in entries:
+                if epoch[r] == e:
+                    self._stop_decoding(r)
+                    self._finish(r, t)
+                    finished += 1
+        if self.completing:
+            finished += self._complete_prefills(t, step)
+        return finished
+
+    def _complete_prefills(self, t: float, step: int) -> int:
+        """The sequences whose last prefill chunk ran emit a token; returns how many finished."""
+        rq = self.rq
+        first, emitted, output = rq.first, rq.emitted, rq.output
+        finished = 0
         for r in self.completing:
             emitted[r] += 1
             if first[r] < 0:
@@ -548,43 +568,47 @@ class _Group:
         replicas = self.replicas
         load = [0] * len(replicas)
         busy = [False] * len(replicas)
-        heap: list[tuple[float, int]] = []
-        total, last, area = 0, 0.0, 0.0
-        i, n = 0, len(arrivals)
+        heap: list[tuple[float, int]] = []  # (end of the current iteration, replica)
+        push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
+        total, since, area = 0, warm, 0.0  # requests in system, since when (in the window), integral
+        i, n, t = 0, len(arrivals), 0.0
         while True:
-            ta = arrivals[i] if i < n else math.inf
-            arriving = not (heap and heap[0][0] <= ta)
-            if not arriving:
-                t, q = heap[0]
-                if t > horizon:
-                    break
-                heapq.heappop(heap)
-            elif i < n:
-                t = ta
+            if i < n and (not heap or arrivals[i] < heap[0][0]):
+                t = arrivals[i]
                 q = load.index(min(load)) if least_loaded else routes[i]
-            else:
-                break
-            if t > warm:
-                area += total * (t - max(last, warm))
-            last = t
-            replica = replicas[q]
-            if arriving:
-                replica.waiting.append(i)
-                load[q] += 1
+                if t > warm:
+                    area += total * (t - since)
+                    since = t
                 total += 1
+                load[q] += 1
+                replica = replicas[q]
+                replica.waiting.append(i)
                 i += 1
-                if busy[q]:
-                    continue
-            else:
-                finished = replica.end(t)
-                load[q] -= finished
+                if not busy[q]:
+                    end = replica.start(t)
+                    if end is not None:
+                        busy[q] = True
+                        push(heap, (end, q))
+                continue
+            if not heap or heap[0][0] > horizon:
+                break
+            t, q = heap[0]
+            replica = replicas[q]
+            finished = replica.end(t)
+            if finished:
+                if t > warm:
+                    area += total * (t - since)
+                    since = t
                 total -= finished
+                load[q] -= finished
             end = replica.start(t)
-            busy[q] = end is not None
-            if end is not None:
-                heapq.heappush(heap, (end, q))
-        stop = horizon if math.isfinite(horizon) else last
-        self.in_system_area = area + total * max(stop - max(last, warm), 0.0)
+            if end is None:
+                busy[q] = False
+                pop(heap)
+            else:
+                replace(heap, (end, q))
+        stop = horizon if math.isfinite(horizon) else t
+        self.in_system_area = area + total * max(stop - since, 0.0)
         self.unfinished = total
         return stop
 
