@@ -1,0 +1,215 @@
+"""The serving simulator (`planc.simulate`): hand-computed latencies at low load, conservation of
+tokens and requests, Little's law, the scheduler's caps, KV pressure, routing, determinism."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from planc.simulate import (
+    Engine,
+    Router,
+    SimResult,
+    Workload,
+    lognormal_fit,
+    sample_lengths,
+    simulate,
+    weighted_percentile,
+)
+
+
+def toy(d: float, c: float, p: float, pc: float) -> float:
+    """The affine toy physics: overhead, per decode, per decode-context token, per prefill token
+    and per prefill position (so that the context means matter)."""
+    return 5e-3 + 2e-5 * d + 1e-8 * d * c + 6e-5 * p + 1e-9 * p * pc
+
+
+ENGINE = Engine(max_num_seqs=64, token_budget=4096, kv_capacity_tokens=400_000, kv_block_size=16)
+MIXED = Workload(rate=20, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500)
+PAIR = Router("least_loaded", 2)
+
+
+def run(workload: Workload = MIXED, engine: Engine = ENGINE, router: Router = PAIR,
+        duration: float = 120, **kw: object) -> SimResult:
+    return simulate(workload, engine, toy, router, duration, **kw)  # type: ignore[arg-type]
+
+
+def constant(prompt: int, output: int, **kw: object) -> Workload:
+    return Workload(rate=0.5, arrival_cv=0, prompt_mean=prompt, prompt_p99=prompt,
+                    output_mean=output, output_p99=output, **kw)  # type: ignore[arg-type]
+
+
+def prefill_time(chunks: list[tuple[int, int]]) -> float:
+    """Alone on the replica: one iteration per (start position, tokens) chunk."""
+    return sum(toy(0, 0, n, a + (n - 1) / 2) for a, n in chunks)
+
+
+# --- the inputs ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mean, p99", [(1000, 6000), (250, 1000), (50, 55)])
+def test_the_lognormal_fit_reproduces_the_mean_and_the_p99(mean: float, p99: float) -> None:
+    mu, sigma = lognormal_fit(mean, p99)
+    assert math.exp(mu + sigma ** 2 / 2) == pytest.approx(mean, rel=1e-12)
+    assert math.exp(mu + 2.3263478740408408 * sigma) == pytest.approx(p99, rel=1e-12)
+    samples = sample_lengths(mean, p99, 400_000, np.random.default_rng(3))
+    assert samples.mean() == pytest.approx(mean, rel=0.01)
+    assert np.percentile(samples, 99) == pytest.approx(p99, rel=0.02)
+    assert samples.min() >= 1 and samples.dtype == np.int64
+
+
+def test_a_length_whose_p99_is_its_mean_is_constant() -> None:
+    assert lognormal_fit(300, 300) == (math.log(300), 0.0)
+    assert set(sample_lengths(300, 300, 100, np.random.default_rng(0)).tolist()) == {300}
+
+
+@pytest.mark.parametrize("mean, p99", [(100, 99), (100, 1600), (0, 10)])
+def test_an_impossible_length_distribution_is_refused(mean: float, p99: float) -> None:
+    with pytest.raises(ValueError):
+        lognormal_fit(mean, p99)
+
+
+@pytest.mark.parametrize("engine, router", [
+    (Engine(max_num_seqs=64, token_budget=32, kv_capacity_tokens=10_000), Router()),
+    (Engine(max_num_seqs=8, token_budget=512, kv_capacity_tokens=10_000, preemption="swap"), Router()),
+    (ENGINE, Router("power_of_two", 2)),
+])
+def test_unsupported_settings_are_refused(engine: Engine, router: Router) -> None:
+    with pytest.raises(ValueError):
+        simulate(MIXED, engine, toy, router, 10)
+
+
+def test_arrivals_have_the_rate_and_the_burstiness_asked_for() -> None:
+    for cv in (0.5, 1.0, 2.0):
+        r = run(Workload(rate=2000, arrival_cv=cv, prompt_mean=1, prompt_p99=1, output_mean=1, output_p99=1),
+                Engine(max_num_seqs=512, token_budget=4096, kv_capacity_tokens=100_000), duration=30)
+        gaps = np.diff(np.sort(r.arrival))
+        assert r.arrived == pytest.approx(60_000, rel=0.02)
+        assert gaps.std() / gaps.mean() == pytest.approx(cv, rel=0.05)
+
+
+def test_max_context_clips_prompt_and_output() -> None:
+    r = run(Workload(rate=20, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500, max_context=1024),
+            drain=True, warmup=0)
+    assert r.prompt.max() == 1023 and (r.prompt + r.output).max() == 1024
+
+
+def test_weighted_percentile_is_the_percentile_of_the_repeated_sample() -> None:
+    rng = np.random.default_rng(5)
+    values, weights = rng.random(200), rng.integers(0, 7, 200)
+    for q in (0, 1, 37.5, 50, 99, 100):
+        assert weighted_percentile(values, weights, q) == pytest.approx(np.percentile(np.repeat(values, weights), q),
+                                                                        rel=1e-12)
+
+
+# --- one request alone: the latencies by hand ------------------------------------------------------
+
+def test_alone_ttft_is_the_prefill_chunks_and_tpot_the_single_decodes() -> None:
+    prompt, output = 10_000, 20  # 4096 + 4096 + 1808 tokens of prefill
+    r = run(constant(prompt, output), router=Router("round_robin", 1), duration=40, warmup=0)
+    ttft = prefill_time([(0, 4096), (4096, 4096), (8192, 1808)])
+    tpot = sum(toy(1, prompt + e, 0, 0) for e in range(1, output)) / (output - 1)
+    assert len(r.ttft) == r.arrived == 19  # arrivals at 2, 4, ..., 38 s
+    np.testing.assert_allclose(r.ttft, ttft, rtol=1e-12)
+    np.testing.assert_allclose(r.tpot, tpot, rtol=1e-12)
+    np.testing.assert_allclose(r.e2e, ttft + (output - 1) * tpot, rtol=1e-12)
+    assert r.summary()["itl_p50"] == pytest.approx(toy(1, prompt + 10, 0, 0), rel=1e-12)
+
+
+def test_alone_without_chunking_the_prompt_is_prefilled_in_one_iteration() -> None:
+    engine = Engine(max_num_seqs=64, token_budget=4096, kv_capacity_tokens=400_000, chunked_prefill=False)
+    r = run(constant(10_000, 5), engine, Router("round_robin", 1), duration=20, warmup=0)
+    np.testing.assert_allclose(r.ttft, prefill_time([(0, 10_000)]), rtol=1e-12)
+    assert r.iter_prefill_tokens.max() == 10_000
+
+
+def test_a_cached_prefix_needs_no_prefill_but_counts_as_context() -> None:
+    r = run(constant(10_000, 3, prefix_hit_rate=0.5), router=Router("round_robin", 1), duration=20, warmup=0)
+    np.testing.assert_allclose(r.ttft, prefill_time([(5000, 4096), (9096, 904)]), rtol=1e-12)
+    np.testing.assert_allclose(r.tpot, (toy(1, 10_001, 0, 0) + toy(1, 10_002, 0, 0)) / 2, rtol=1e-12)
+
+
+def test_a_one_token_output_finishes_at_its_first_token() -> None:
+    r = run(constant(100, 1), router=Router("round_robin", 1), duration=20, warmup=0)
+    np.testing.assert_allclose(r.e2e, r.ttft)
+    assert np.isnan(r.tpot).all() and len(r.tpot) == 9
+
+
+# --- conservation, Little's law, caps --------------------------------------------------------------
+
+def test_drained_every_request_completes_and_every_token_is_emitted_once() -> None:
+    r = run(drain=True, warmup=0)
+    assert r.unfinished == 0 and len(r.e2e) == r.arrived
+    assert r.iter_emitted.sum() == r.output.sum()
+    # no preemption: the time between first and last token is exactly the decode iterations seen
+    assert r.preemptions.sum() == 0
+    assert ((r.e2e - r.ttft).sum()) == pytest.approx(float(r.iter_duration @ r.iter_decodes), rel=1e-9)
+
+
+def test_throughput_is_rate_times_output_at_low_load() -> None:
+    r = run(duration=300)
+    assert r.throughput == pytest.approx(MIXED.rate * MIXED.output_mean, rel=0.05)
+    assert r.completed_rate == pytest.approx(MIXED.rate, rel=0.05)
+
+
+def test_littles_law_holds_for_the_requests_in_system() -> None:
+    r = run(Workload(rate=28, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500), duration=400)
+    s = r.summary()
+    assert s["mean_running"] > 10  # a real batch, not an idle system
+    assert r.mean_in_system == pytest.approx(r.completed_rate * r.e2e.mean(), rel=0.03)
+
+
+def test_the_caps_on_sequences_and_tokens_hold() -> None:
+    engine = Engine(max_num_seqs=16, token_budget=1024, kv_capacity_tokens=400_000)
+    r = run(Workload(rate=30, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500), engine, duration=60)
+    assert r.iter_running.max() == 16
+    assert (r.iter_decodes + r.iter_prefill_tokens).max() == 1024
+    assert r.iter_decodes.max() <= 16
+
+
+# --- KV pressure ------------------------------------------------------------------------------------
+
+def test_scarce_kv_preempts_and_still_completes_everything() -> None:
+    engine = Engine(max_num_seqs=64, token_budget=4096, kv_capacity_tokens=16_000, kv_block_size=16)
+    workload = Workload(rate=20, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500, max_context=8000)
+    r = run(workload, engine, drain=True, warmup=0)
+    assert r.preemptions.sum() > 0
+    assert r.unfinished == 0 and len(r.e2e) == r.arrived
+    assert r.iter_emitted.sum() == r.output.sum()
+    assert r.iter_kv_tokens.max() <= 16_000
+    assert (r.ttft > 0).all() and (r.e2e >= r.ttft).all()
+
+
+def test_ample_kv_never_preempts() -> None:
+    engine = Engine(max_num_seqs=64, token_budget=4096, kv_capacity_tokens=10_000_000)
+    r = run(Workload(rate=60, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500), engine, duration=60)
+    assert r.preemptions.sum() == 0
+    assert r.mean_kv_tokens > 0
+
+
+def test_kv_in_use_is_the_blocks_of_the_running_contexts() -> None:
+    r = run(constant(100, 40), router=Router("round_robin", 1), duration=4, warmup=0)
+    contexts = np.concatenate([[100], 100 + np.arange(1, 40)])  # after the prefill, then each decode
+    np.testing.assert_array_equal(r.iter_kv_tokens[:40], -(-contexts // 16) * 16)
+
+
+# --- routing and determinism -------------------------------------------------------------------------
+
+def test_least_loaded_beats_random_routing_at_high_utilisation() -> None:
+    workload = Workload(rate=110, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500)
+    p99 = {policy: run(workload, router=Router(policy, 8), duration=120, seed=2).summary()["ttft_p99"]
+           for policy in ("random", "least_loaded")}
+    assert p99["least_loaded"] < 0.7 * p99["random"]
+
+
+def test_round_robin_spreads_the_arrivals_evenly() -> None:
+    r = run(router=Router("round_robin", 4), duration=60)
+    assert r.completed_rate == pytest.approx(MIXED.rate, rel=0.05)
+
+
+def test_the_same_seed_gives_the_same_run() -> None:
+    a, b, c = run(seed=7, duration=30), run(seed=7, duration=30), run(seed=8, duration=30)
+    for name in ("arrival", "ttft", "tpot", "e2e", "iter_duration", "iter_decodes", "iter_kv_tokens"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.summary() == b.summary()
+    assert not np.array_equal(a.arrival, c.arrival)
