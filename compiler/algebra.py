@@ -30,6 +30,7 @@ _RELATIONS = {"<": "<", "<=": "\\le", ">": ">", ">=": "\\ge", "==": "="}
 def isolate(lowered: Lowered, constraint: ir.Expr, unknown: str, value: Any,
             values: dict[str, Any] | None) -> tuple[list[tuple[str, str]], str, float] | None:
     import sympy as sp
+    from mpmath.libmp.libhyper import NoConvergence
 
     if not (isinstance(constraint, ir.Op) and constraint.op in _RELATIONS) or value is None or values is None:
         return None
@@ -47,7 +48,7 @@ def isolate(lowered: Lowered, constraint: ir.Expr, unknown: str, value: Any,
             return None
         roots = [r for r in sp.roots(poly) if r.is_real and r.is_positive]
     except (ValueError, TypeError, NotImplementedError, ZeroDivisionError, RecursionError, EvalError,
-            sp.PolynomialError):
+            sp.PolynomialError, NoConvergence):  # no closed form to show: the numeric answer stands
         return None
     if not roots:
         return None

@@ -11,6 +11,8 @@ and, through `sympy_function(name)`, by the symbolic form. Arguments out of the 
   log space, see `_erlang_b`). Non-integer `servers` are rounded
   down. When `load >= servers` the queue is unstable and every arrival waits: C = 1.
   Check value: c = 4, a = 3 → 0.5094 (docs/physics.md §7.6).
+- `normal_cdf(x)`: Φ(x), the standard normal distribution function, as ½·erfc(−x/√2) (accurate
+  in both tails). Check value: Φ(1.6449) = 0.95.
 - `erlang_c_many(servers, load)`: the same on numpy arrays, for the vectorised evaluator (grids,
   searches, uncertainty): the same sum, taken for all points at once term by term; points
   outside the domain come out as NaN instead of raising. `tests/test_builtins.py` checks that it
@@ -100,9 +102,22 @@ def erlang_c_many(servers: Any, load: Any) -> Any:
         return np.where(valid, out, np.nan)
 
 
-BUILTINS = {"erlang_c": erlang_c}
-MANY = {"erlang_c": erlang_c_many}  # the same builtins on numpy arrays
-ARITY = {"erlang_c": 2}
+def normal_cdf(x: float) -> float:
+    if math.isnan(x):
+        raise ValueError("normal_cdf needs a number")
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def normal_cdf_many(x: Any) -> Any:
+    import numpy as np
+
+    return np.frompyfunc(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)) if v == v else math.nan, 1, 1)(
+        np.asarray(x, dtype=float)).astype(float)
+
+
+BUILTINS = {"erlang_c": erlang_c, "normal_cdf": normal_cdf}
+MANY = {"erlang_c": erlang_c_many, "normal_cdf": normal_cdf_many}  # the same builtins on numpy arrays
+ARITY = {"erlang_c": 2, "normal_cdf": 1}
 
 
 @functools.cache

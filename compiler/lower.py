@@ -144,7 +144,7 @@ def sympy_op(op: str, a: list[Any]) -> Any:
         "min": lambda: sp.Min(*a), "max": lambda: sp.Max(*a), "ceil": lambda: sp.ceiling(a[0]),
         "floor": lambda: sp.floor(a[0]), "sqrt": lambda: sp.sqrt(a[0]), "log": lambda: sp.log(a[0]),
         "exp": lambda: sp.exp(a[0]), "abs": lambda: sp.Abs(a[0]),
-        "erlang_c": lambda: sympy_function("erlang_c")(*a),
+        "erlang_c": lambda: sympy_function("erlang_c")(*a), "normal_cdf": lambda: sympy_function("normal_cdf")(*a),
         # a search has no closed form: its value stands as an opaque function of its range
         "largest": lambda: sp.Function("largest")(a[1], a[2]),
     }
@@ -224,6 +224,43 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
             bad = mid
     holds(good)
     return Fraction(good)
+
+
+def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]
+                  ) -> tuple[Fraction | None, list[tuple[ir.Expr, bool | None, Value | None, Value | None]]]:
+    """What stops a `largest` at its answer: the parts of its condition (an `and` of comparisons,
+    followed through the boolean quantities it names) at the next whole value, each with whether
+    it holds there and both its sides. `(None, [])` when the answer is the range's end."""
+    expr = elaborated.nodes[node_id].expr
+    assert isinstance(expr, ir.Op)
+    free, _, high_expr, cond = expr.args
+    assert isinstance(free, ir.Ref)
+    answer = values[node_id]
+    if answer >= math.floor(evaluate(high_expr, values)):  # type: ignore[arg-type, operator]
+        return None, []
+    beyond = Fraction(answer) + 1  # type: ignore[arg-type]
+    trial = dict(values)
+    trial[free.node] = beyond
+    for n in ir.trial_nodes(elaborated, node_id):
+        try:
+            trial[n] = evaluate(elaborated.nodes[n].expr, trial)
+        except EvalError:
+            trial.pop(n, None)
+    rows = []
+    for part in ir.conjuncts(elaborated, cond):
+        try:
+            holds: bool | None = bool(evaluate(part, trial))
+        except (EvalError, KeyError):
+            holds = None
+        left = right = None
+        if isinstance(part, ir.Op) and part.op in _CMP:
+            try:
+                left, right = (evaluate(a, trial) for a in part.args)
+            except (EvalError, KeyError):
+                pass
+        rows.append((part, holds, left, right))
+    rows.sort(key=lambda r: r[1] is not False)  # what fails beyond the answer first
+    return beyond, rows
 
 
 def _apply(expr: ir.Op, a: list[Any]) -> Value:

@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import diagnostics as dx
-from .lower import EvalError, Lowered, evaluate, lower
+from .lower import EvalError, Lowered, evaluate, lower, search_bounds
 from .semantics import ir
 from .semantics.elaborate import Elaborator, Instance, InstanceRef, elaborate, static_key
 from .semantics.resolve import Program
@@ -497,10 +497,16 @@ class _Solver:
     def _choices(self, node_id: str, lowered: Lowered | None = None) -> list[Choice]:
         lowered = lowered or self.base
         el = lowered.elaborated
-        cone = ir.upstream_of(el, [node_id])
+        cone = ir.upstream_outside_searches(el, [node_id])
         out: list[Choice] = []
+        searches: list[Choice] = []  # the searches come first: each is a decision (a running batch) and what limits it
         for n in reversed(el.order):
             if n not in cone:
+                continue
+            if ir.is_search(el.nodes[n].expr):  # which part of its condition stops it
+                beyond, parts = search_bounds(el, n, lowered.values)
+                if parts:
+                    searches.append(Choice(n, "largest", [p[0] for p in parts], [(p[1], p[2], p[3], beyond) for p in parts]))
                 continue
             stack = [el.nodes[n].expr]
             while stack:
@@ -527,7 +533,7 @@ class _Solver:
                     continue  # every branch gives the same: nothing is decided here
                 order = [active] + [i for i in range(len(branches)) if i != active]
                 out.append(Choice(n, e.op, [branches[i] for i in order], [values[i] for i in order]))
-        return out
+        return searches + out
 
     # ---- scenarios, comparisons, sweeps ---------------------------------------------------
     def headline(self, lowered: Lowered) -> list[tuple[str, ir.Type, str | None, Any]]:

@@ -144,6 +144,7 @@ _OPS: dict[str, Callable[[list[Array]], Array]] = {
     "ceil": lambda a: np.ceil(a[0]), "floor": lambda a: np.floor(a[0]),
     "sqrt": lambda a: np.sqrt(a[0]), "log": lambda a: np.log(a[0]), "exp": lambda a: np.exp(a[0]),
     "abs": lambda a: np.abs(a[0]), "erlang_c": lambda a: MANY["erlang_c"](a[0], a[1]),
+    "normal_cdf": lambda a: MANY["normal_cdf"](a[0]),
 }
 _RELAXED_OPS: dict[str, Callable[[list[Array]], Array]] = {
     **_OPS, "ceil": lambda a: np.asarray(a[0], dtype=float), "floor": lambda a: np.asarray(a[0], dtype=float),

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from planc.diagnostics import Severity
+from planc.semantics import ir
 from planc.pipeline import compile_plan
 
 from .conftest import REPO
@@ -35,7 +36,15 @@ def test_sympy_form_agrees_with_exact_evaluation(path: Path) -> None:
     assert lowered is not None
     as_sympy = {n: sp.Rational(str(v)) if not isinstance(v, (bool, float)) else sp.sympify(v)
                 for n, v in lowered.values.items()}
+    free = ir.free_variables(lowered.elaborated)
     for node_id, node in lowered.elaborated.nodes.items():
+        if node_id in free:  # a search's trial value: left at the search's answer, not at its formula (the low end)
+            assert lowered.values[node_id] == next(lowered.values[n.id] for n in lowered.elaborated.nodes.values()
+                                                   if ir.is_search(n.expr) and n.expr.args[0].node == node_id)
+            continue
+        if ir.is_search(node.expr):  # `largest(...)`: a bisection, with no closed form by design
+            assert "largest" in str(lowered.local(node_id))
+            continue
         subs = {lowered.symbols[d]: as_sympy[d] for d in node.deps}
         symbolic = lowered.local(node_id).xreplace(subs)
         exact = lowered.values[node_id]

@@ -21,8 +21,9 @@ from planc.render_diagnostics import render_human, render_short
 from .conftest import REPO
 
 EXAMPLE = REPO / "examples" / "100m_dau.plan"
-DEPLOYMENT = "\n".join(EXAMPLE.read_text(encoding="utf-8").split("\n")[:28]).replace(
-    " .. 12 requests/user/day", "").replace("0.7 .. 0.8", "0.75") + "\n}\n"
+_TEXT = EXAMPLE.read_text(encoding="utf-8")
+DEPLOYMENT = _TEXT[:_TEXT.index("\n}\n", _TEXT.index("deployment chat {")) + 3].replace(  # up to the deployment's block
+    " .. 12 requests/user/day", "").replace("0.7 .. 0.8", "0.75")
 
 
 def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
@@ -111,9 +112,9 @@ def test_questions_are_bounded_before_points_are_built(tmp_path: Path, question:
 
 def test_a_large_sweep_is_vectorised_and_agrees_with_the_exact_one(tmp_path: Path) -> None:
     start = time.perf_counter()
-    _, big = compile_text(tmp_path, DEPLOYMENT + "sweep chat over batch in 1 .. 2000 -> line(tpot)\n", "big.plan")
+    _, big = compile_text(tmp_path, DEPLOYMENT + "sweep chat over context in 1 tokens .. 2000 tokens -> line(tpot_worst)\n", "big.plan")
     assert time.perf_counter() - start < 20  # was 49 s, point by point
-    _, small = compile_text(tmp_path, DEPLOYMENT + "sweep chat over batch in 1 .. 64 -> line(tpot)\n", "small.plan")
+    _, small = compile_text(tmp_path, DEPLOYMENT + "sweep chat over context in 1 tokens .. 64 tokens -> line(tpot_worst)\n", "small.plan")
     assert big.ok and small.ok  # type: ignore[attr-defined]
     (vec,), (exact,) = big.answers, small.answers  # type: ignore[attr-defined]
     assert len(vec.rows) == 1000 and any("2,000 points" in n for n in vec.notes)

@@ -91,7 +91,8 @@ def test_underdetermined_is_an_error(compile_text: Callable[[str], Compilation])
 
 
 def test_equation_matches_closed_form(compile_text: Callable[[str], Compilation]) -> None:
-    c = compile_text(plan('ask "x": solve d.decode_intensity = d.ridge_point for d.batch given d.weights = bf16'))
+    # static batching: no prefill shares the iterations, so the batch may grow until the GEMMs turn compute-bound
+    c = compile_text(plan('ask "x": solve d.decode_intensity = d.ridge_point for d.batch given d.weights = bf16, d.static_batching = true'))
     (a,) = asks(c)
     assert a.value is not None and a.closed_value is not None
     assert float(a.value) == pytest.approx(a.closed_value, rel=1e-6)
@@ -228,7 +229,10 @@ ask "x": minimize a.x subject to a.y <= 7, a.x <= 10
 def test_highest_utilisation_for_the_p99_ttft(compile_text: Callable[[str], Compilation]) -> None:
     # the queueing question: the busiest each replica may run (so the fewest replicas) while the p99
     # TTFT in a burst stays within its budget, under the plan's bursty arrivals (M/G/c, Erlang C)
-    c = compile_text(plan('ask "q": maximize d.utilization_target subject to d.ttft_tail <= 60 ms'))
+    # static batching, whose requests queue for the pooled replicas (continuous batching queues them per replica
+    # for its prefill slot, at the replica's capacity whatever the utilisation target)
+    c = compile_text(plan('ask "q": maximize d.utilization_target subject to d.ttft_tail <= 60 ms').replace(
+        "batch = 32", "batch = 32\n  static_batching = true"))
     (a,) = asks(c)
     assert a.value is not None and 0 < a.value < 1 and a.binding is not None
     assert " ".join(a.binding.constraint.span.text.split()) == "d.ttft_tail <= 60 ms"
@@ -256,7 +260,7 @@ def test_a_requirement_of_the_plan_can_bind(compile_text: Callable[[str], Compil
 def test_the_queue_must_absorb_a_burst(compile_text: Callable[[str], Compilation]) -> None:
     # a utilisation target so high that a burst outruns the replicas: the deployment is rejected
     # with the requirement's message instead of reporting a negative queueing delay
-    c = compile_text(plan("").replace("batch = 32", "batch = 32\n  utilization_target = 1"))
+    c = compile_text(plan("").replace("batch = 32", "batch = 32\n  utilization_target = 1\n  static_batching = true"))
     assert not c.ok
     assert any("queue grows without bound" in d.message for d in c.diagnostics)
 
@@ -331,7 +335,8 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
     # a dtype's bytes per element is a definition, not an assumption: no elasticity, though
     # the memory per device depends on it
     memory = dict(next(s for s in c.sensitivities if s.target == "chat.memory_per_device").entries)
-    assert "chat.batch" in memory and not any(n.startswith("dtype.") for n in memory)
+    # the running batch is a search now: the SLO that decides it is what moves the memory
+    assert "chat.tpot_slo" in memory and not any(n.startswith("dtype.") for n in memory)
     # nor is a `spec` field: the model's architecture, the accelerator's datasheet. The price of a
     # device-hour is an assumption of the same accelerator, and it is listed.
     everything = {n for s in c.sensitivities for n, _ in s.entries}

@@ -19,7 +19,7 @@ _ATOM = 10
 _INFIX = {"+": " + ", "-": " - ", "*": " \\cdot ", "<": " < ", "<=": " \\le ", ">": " > ",
           ">=": " \\ge ", "==": " = ", "!=": " \\ne ", "and": " \\land ", "or": " \\lor "}
 _FUNC = {"min": "\\min", "max": "\\max", "sqrt": "\\sqrt", "log": "\\ln", "exp": "\\exp", "abs": "",
-         "erlang_c": "\\operatorname{ErlangC}"}
+         "erlang_c": "\\operatorname{ErlangC}", "normal_cdf": "\\Phi"}
 _TEXT_ESCAPES = {"\\": "\\backslash{}", "{": "\\{", "}": "\\}", "$": "\\$", "%": "\\%", "#": "\\#",
                  "&": "\\&", "_": "\\_", "^": "\\hat{}", "~": "\\sim{}"}
 

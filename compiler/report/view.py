@@ -464,6 +464,20 @@ def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, 
     rows = []
     for c in choices:
         owner = b.nodes[c.node]
+        if c.op == "largest":  # the part of the search's condition that fails one step past its answer
+            free = c.branches[0]
+            def side(part: Any, value: Any) -> str:
+                holds, left, right, beyond = value
+                verdict = {True: "holds", False: "fails", None: "undefined"}[holds]
+                if left is not None and right is not None and isinstance(part, ir.Op):
+                    dim = part.args[0].dim
+                    verdict += f": {b.format(left, dim, None)} vs {b.format(right, dim, None)}"
+                return verdict
+            beyond = c.values[0][3]
+            others = "; ".join(f"{' '.join(e.span.text.split())} {side(e, v)}" for e, v in zip(c.branches[1:], c.values[1:]))
+            rows.append((owner.id, "largest", " ".join(free.span.text.split()),
+                         f"{side(c.branches[0], c.values[0])} at {b.format(beyond, owner.dim, owner.unit)} (one more than the answer)", others))
+            continue
         fmt = lambda v, e=c.branches[0]: b.format(v, e.dim, None) if v is not None else "undefined"  # noqa: E731
         others = "; ".join(f"{' '.join(e.span.text.split())} = {fmt(v)}" for e, v in zip(c.branches[1:], c.values[1:]))
         rows.append((owner.id, c.op, " ".join(c.branches[0].span.text.split()), fmt(c.values[0]), others))

@@ -140,7 +140,7 @@ class TypeInfo:
 
 
 BUILTINS: dict[str, tuple[int, int]] = {
-    "erlang_c": (2, 2),
+    "erlang_c": (2, 2), "normal_cdf": (1, 1),
     "min": (2, 99), "max": (2, 99), "ceil": (1, 1), "floor": (1, 1),
     "sqrt": (1, 1), "log": (1, 1), "exp": (1, 1), "abs": (1, 1),
 }
@@ -459,7 +459,13 @@ class Elaborator:
             v[0] is not None for v in bound.values()) else span)
         found = self._variants.get(key)
         if found is None:
-            found = Instance(f"{inst.origin.name}~{len(self._variants) + 1}", inst.decl, inst.kind, inst.base,
+            # named after the field whose formula makes it: `chat@mixed_step_time`, and for the
+            # trial values of a search `chat@batch`; a variant of a variant adds its own field
+            user = self.stack[-1][0].rsplit(".", 1)[-1] if self.stack else "where"
+            name = f"{inst.name}@{user}"
+            if name in self.instances:
+                name += f"~{sum(1 for n in self.instances if n.startswith(name))+ 1}"
+            found = Instance(name, inst.decl, inst.kind, inst.base,
                              abstract=inst.abstract, outer=inst, bound=dict(bound))
             self._variants[key] = found
             self.instances[found.name] = found
@@ -1115,7 +1121,7 @@ class Elaborator:
                         secondary=[dx.Label(e.args[0].span, f"this is `{first}`")], help=_unit_help(first, a.dim)))
                     return None
             return ir.Op(e.func, tuple(args), first, e.span)
-        plain = ("log", "exp", "erlang_c")
+        plain = ("log", "exp", "erlang_c", "normal_cdf")
         for arg, node in zip(args, e.args):
             if e.func in plain and arg.dim != DIMENSIONLESS:
                 self.sink.add(dx.DIMENSION_MISMATCH.at(

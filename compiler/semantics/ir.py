@@ -197,3 +197,36 @@ def trial_nodes(elaborated: Elaborated, node_id: str) -> list[str]:
 
 def is_search(expr: Expr) -> bool:
     return isinstance(expr, Op) and expr.op == "largest"
+
+
+def free_variables(elaborated: Elaborated) -> set[str]:
+    """The trial-value nodes of the plan's searches (their values are the searches' answers)."""
+    return {n.expr.args[0].node for n in elaborated.nodes.values()  # type: ignore[union-attr]
+            if is_search(n.expr)}
+
+
+def conjuncts(elaborated: Elaborated, expr: Expr) -> list[Expr]:
+    """The parts of an `and`, through the boolean quantities it names (`serves_slos` → its own
+    `and`), as a condition's separate limits."""
+    if isinstance(expr, Op) and expr.op == "and":
+        return [p for a in expr.args for p in conjuncts(elaborated, a)]
+    if isinstance(expr, Ref) and expr.dim == BOOL and expr.node in elaborated.nodes:
+        inner = elaborated.nodes[expr.node].expr
+        if isinstance(inner, (Op, Ref)) and (isinstance(inner, Ref) or inner.op == "and"):
+            return conjuncts(elaborated, inner)
+    return [expr]
+
+
+def upstream_outside_searches(elaborated: Elaborated, node_ids: list[str]) -> set[str]:
+    """Like `upstream_of`, but a search (`largest`) is a leaf with its range: the trial nodes of
+    its condition are how it is found, not what it is made of."""
+    stack = list(node_ids)
+    out: set[str] = set()
+    while stack:
+        n = stack.pop()
+        if n in out or n not in elaborated.nodes:
+            continue
+        out.add(n)
+        expr = elaborated.nodes[n].expr
+        stack.extend(refs(expr.args[1]) + refs(expr.args[2]) if is_search(expr) else elaborated.nodes[n].deps)
+    return out
