@@ -13,6 +13,8 @@ and, through `sympy_function(name)`, by the symbolic form. Arguments out of the 
   Check value: c = 4, a = 3 → 0.5094 (docs/physics.md §7.6).
 - `normal_cdf(x)`: Φ(x), the standard normal distribution function, as ½·erfc(−x/√2) (accurate
   in both tails). Check value: Φ(1.6449) = 0.95.
+- `normal_quantile(p)`: Φ⁻¹(p) for 0 < p < 1 (Python's `statistics.NormalDist.inv_cdf`, Wichura's
+  AS241). Check value: Φ⁻¹(0.99) = 2.3263.
 - `erlang_c_many(servers, load)`: the same on numpy arrays, for the vectorised evaluator (grids,
   searches, uncertainty): the same sum, taken for all points at once term by term; points
   outside the domain come out as NaN instead of raising. `tests/test_builtins.py` checks that it
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from typing import Any
 
 MAX_SERVERS = 10_000_000
@@ -111,13 +114,27 @@ def normal_cdf(x: float) -> float:
 def normal_cdf_many(x: Any) -> Any:
     import numpy as np
 
-    return np.frompyfunc(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)) if v == v else math.nan, 1, 1)(
-        np.asarray(x, dtype=float)).astype(float)
+    return np.asarray(np.frompyfunc(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)) if v == v else math.nan, 1, 1)(
+        np.asarray(x, dtype=float)), dtype=float)
 
 
-BUILTINS = {"erlang_c": erlang_c, "normal_cdf": normal_cdf}
-MANY = {"erlang_c": erlang_c_many, "normal_cdf": normal_cdf_many}  # the same builtins on numpy arrays
-ARITY = {"erlang_c": 2, "normal_cdf": 1}
+def normal_quantile(p: float) -> float:
+    if not 0 < p < 1:
+        raise ValueError("normal_quantile needs a probability strictly between 0 and 1")
+    return statistics.NormalDist().inv_cdf(p)
+
+
+def normal_quantile_many(p: Any) -> Any:
+    import numpy as np
+
+    inv = statistics.NormalDist().inv_cdf
+    return np.asarray(np.frompyfunc(lambda v: inv(v) if 0 < v < 1 else math.nan, 1, 1)(np.asarray(p, dtype=float)), dtype=float)
+
+
+BUILTINS = {"erlang_c": erlang_c, "normal_cdf": normal_cdf, "normal_quantile": normal_quantile}
+MANY = {"erlang_c": erlang_c_many, "normal_cdf": normal_cdf_many,  # the same builtins on numpy arrays
+        "normal_quantile": normal_quantile_many}
+ARITY = {"erlang_c": 2, "normal_cdf": 1, "normal_quantile": 1}
 
 
 @functools.cache

@@ -398,6 +398,57 @@ def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str,
 
 
 @main.command()
+@click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
+@click.option("--deployment", metavar="NAME", default=None, help="the deployment to simulate  [default: the first]")
+@click.option("--duration", type=click.FloatRange(min=1, max=86_400), default=300, show_default=True,
+              help="seconds of traffic to simulate (the first 10 % warm the replicas up)")
+@click.option("--replicas", type=click.IntRange(min=1, max=10_000), default=1, show_default=True,
+              help="replicas simulated, each at its share of the peak")
+@click.option("--router", type=click.Choice(["random", "round_robin", "least_loaded"]), default="random", show_default=True,
+              help="how arrivals are spread over the replicas (the analytic model assumes random)")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
+              show_default=True, help="how to print problems")
+def simulate(plan_file: Path, deployment: str | None, duration: float, replicas: int, router: str, seed: int,
+             diag_fmt: str) -> None:
+    """Serve the peak of FILE's deployment with a discrete-event simulation of its engine
+    (arrivals, router, iteration scheduler, token budget, KV blocks, preemption), every iteration
+    timed by the plan's own physics, and print the simulated latencies beside the analytic model's.
+    Exit 0, or 2 if the plan is invalid or has no deployment."""
+    from .pipeline import compile_plan
+    from .replay import ANALYTIC, replay
+
+    result = compile_plan(plan_file)
+    _diagnostics(result, diag_fmt)
+    if not result.ok or result.lowered is None:
+        sys.exit(2)
+    el = result.lowered.elaborated
+    names = [n for n in el.main_instances if "deployment" in el.kinds.get(n, ())]
+    if deployment is not None and deployment not in names or not names:
+        click.echo(f"error: no deployment `{deployment}` in {result.path}" if names else f"error: {result.path} has no deployment",
+                   err=True)
+        click.echo("  = help: " + (f"choose one of {', '.join(names)}" if names else "declare a `deployment`"), err=True)
+        sys.exit(2)
+    name = deployment or names[0]
+    run = replay(result.lowered, name, duration=duration, replicas=replicas, seed=seed, router=router)
+    sim = run.simulated
+    click.echo(f"{name}: {replicas} replica(s) at {run.rate:,.4g} requests/s for {duration:g} s "
+               f"({int(sim['requests']):,} requests measured, seed {seed}, {router} router)")
+    labels = {"mean_running": ("running sequences (mean)", 1, ""), "tpot_mean": ("TPOT (mean)", 1e3, " ms"),
+              "ttft_p50": ("TTFT p50", 1e3, " ms"), "ttft_p99": ("TTFT p99", 1e3, " ms"), "itl_p99": ("ITL p99", 1e3, " ms")}
+    click.echo(f"{'':28}{'simulated':>14}{'analytic':>14}{'difference':>12}")
+    for key, field in ANALYTIC.items():
+        label, scale, unit = labels[key]
+        s_val, a_val = sim[key], run.analytic[key]
+        diff = (a_val - s_val) / s_val if s_val else float("nan")
+        click.echo(f"{label:28}{s_val * scale:>11,.4g}{unit:3}{a_val * scale:>11,.4g}{unit:3}{diff:>+11.1%}  ({name}.{field})")
+    click.echo(f"{'TPOT p99':28}{sim['tpot_p99'] * 1e3:>11,.4g} ms   (no analytic figure)")
+    click.echo(f"{'preemptions per request':28}{sim['preemptions_per_request']:>11,.4g}")
+    click.echo(f"{'unfinished at the end':28}{int(sim['unfinished']):>11,}")
+    sys.exit(0)
+
+
+@main.command()
 @click.option("--model", default="llama-3.1-8b", show_default=True, metavar="STEM",
               help="the catalog model: a file of the stdlib's models/ without `.plan` (`plan init --list`)")
 @click.option("--hardware", default="h100-sxm", show_default=True, metavar="STEM",

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Union
 from . import diagnostics as dx
 from .builtins import BUILTINS, sympy_function
 from .semantics import ir
-from .semantics.units import Dim, format_quantity
+from .semantics.units import Dim, format_number, format_quantity
 from .source import Span
 
 if TYPE_CHECKING:
@@ -145,8 +145,9 @@ def sympy_op(op: str, a: list[Any]) -> Any:
         "floor": lambda: sp.floor(a[0]), "sqrt": lambda: sp.sqrt(a[0]), "log": lambda: sp.log(a[0]),
         "exp": lambda: sp.exp(a[0]), "abs": lambda: sp.Abs(a[0]),
         "erlang_c": lambda: sympy_function("erlang_c")(*a), "normal_cdf": lambda: sympy_function("normal_cdf")(*a),
+        "normal_quantile": lambda: sympy_function("normal_quantile")(*a),
         # a search has no closed form: its value stands as an opaque function of its range
-        "largest": lambda: sp.Function("largest")(a[1], a[2]),
+        "largest": lambda: sp.Function("largest")(a[1], a[2], a[4]),
     }
     return table[op]()
 
@@ -186,20 +187,28 @@ def evaluate(expr: ir.Expr, values: dict[str, Value]) -> Value:
     return _check_range(result, expr.span)
 
 
-def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -> Fraction:
+def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -> Number:
     """`largest(x, low, high, condition)`: the largest whole x in [low, high] at which the
     condition holds, by bisection (the condition is taken to hold up to some x and fail beyond,
     as a limit on a batch does; a trial at which the physics has no value fails). The nodes
     between x and the condition are left at their values for the answer."""
     expr = elaborated.nodes[node_id].expr
     assert isinstance(expr, ir.Op)
-    free, low_expr, high_expr, cond = expr.args
+    free, low_expr, high_expr, cond, step_expr = expr.args
     assert isinstance(free, ir.Ref)
-    low, high = math.ceil(evaluate(low_expr, values)), math.floor(evaluate(high_expr, values))  # type: ignore[arg-type]
+    start, step = evaluate(low_expr, values), evaluate(step_expr, values)
+    if not step > 0:  # type: ignore[operator]
+        raise EvalError(step_expr.span, "not a real number", "the step of a search must be positive")
+    origin = math.ceil(start / step) if step == 1 else 0  # type: ignore[operator]
+    base = Fraction(0) if step == 1 else start  # whole values from ceil(low); else low + k·step
+    low, high = origin, math.floor((evaluate(high_expr, values) - base) / step)  # type: ignore[operator]
     trials = ir.trial_nodes(elaborated, node_id)
 
-    def holds(x: int) -> bool:
-        values[free.node] = Fraction(x)
+    def at(k: int) -> Any:
+        return base + k * step  # type: ignore[operator]
+
+    def holds(k: int) -> bool:
+        values[free.node] = at(k)
         try:
             for n in trials:
                 values[n] = evaluate(elaborated.nodes[n].expr, values)
@@ -209,12 +218,13 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
 
     if high < low or not holds(low):
         holds(low)
-        error = EvalError(expr.span, "infeasible", f"it fails already at {free.text} = {low}" if high >= low
-                          else f"the range {low} .. {high} is empty")
+        shown = _show_plain(at(low))
+        error = EvalError(expr.span, "infeasible", f"it fails already at {free.text} = {shown}" if high >= low
+                          else "the range is empty")
         error.var = free.text  # type: ignore[attr-defined]
         raise error
     if holds(high):
-        return Fraction(high)
+        return at(high)  # type: ignore[no-any-return]
     good, bad = low, high
     while bad - good > 1:
         mid = (good + bad) // 2
@@ -223,7 +233,11 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
         else:
             bad = mid
     holds(good)
-    return Fraction(good)
+    return at(good)  # type: ignore[no-any-return]
+
+
+def _show_plain(x: Any) -> str:
+    return format_number(float(x), 6) if not (isinstance(x, Fraction) and x.denominator == 1) else str(x)
 
 
 def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]
@@ -233,12 +247,12 @@ def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Val
     it holds there and both its sides. `(None, [])` when the answer is the range's end."""
     expr = elaborated.nodes[node_id].expr
     assert isinstance(expr, ir.Op)
-    free, _, high_expr, cond = expr.args
+    free, _, high_expr, cond, step_expr = expr.args
     assert isinstance(free, ir.Ref)
-    answer = values[node_id]
-    if answer >= math.floor(evaluate(high_expr, values)):  # type: ignore[arg-type, operator]
+    answer, step = values[node_id], evaluate(step_expr, values)
+    beyond = answer + step  # type: ignore[operator]
+    if beyond > evaluate(high_expr, values):  # type: ignore[operator]
         return None, []
-    beyond = Fraction(answer) + 1  # type: ignore[arg-type]
     trial = dict(values)
     trial[free.node] = beyond
     for n in ir.trial_nodes(elaborated, node_id):

@@ -79,14 +79,19 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
     even `low` fails. The trial nodes are left at their values for the answer."""
     expr = elaborated.nodes[node_id].expr
     assert isinstance(expr, ir.Op)
-    free, low_expr, high_expr, cond = expr.args
+    free, low_expr, high_expr, cond, step_expr = expr.args
     assert isinstance(free, ir.Ref)
     trials = ir.trial_nodes(elaborated, node_id)
-    low = np.ceil(np.asarray(_evaluate(low_expr, values, ops), dtype=float))
-    high = np.floor(np.asarray(_evaluate(high_expr, values, ops), dtype=float))
+    start = np.asarray(_evaluate(low_expr, values, ops), dtype=float)
+    step = np.asarray(_evaluate(step_expr, values, ops), dtype=float)
+    whole = step == 1  # whole values from ceil(low); else low + k·step, as the exact evaluator does
+    base = np.where(whole, 0.0, start)
+    with np.errstate(all="ignore"):
+        low = np.where(whole, np.ceil(start), 0.0)
+        high = np.floor((np.asarray(_evaluate(high_expr, values, ops), dtype=float) - base) / np.where(step > 0, step, np.nan))
 
-    def holds(x: Array) -> Array:
-        values[free.node] = x
+    def holds(k: Array) -> Array:
+        values[free.node] = base + k * step
         for n in trials:
             values[n] = _evaluate(elaborated.nodes[n].expr, values, ops)
         return np.asarray(_evaluate(cond, values, ops), dtype=bool)
@@ -104,8 +109,9 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         ok = holds(mid)
         good = np.where(open_ & ok, mid, good)
         bad = np.where(open_ & ~ok, mid, bad)
-    answer = np.where(top, high, np.where(feasible, good, np.nan))
-    holds(np.where(np.isnan(answer), low, answer))
+    k = np.where(top, high, np.where(feasible, good, np.nan))
+    holds(np.where(np.isnan(k), low, k))
+    answer = base + k * step
     return answer if np.ndim(answer) else float(answer)
 
 
@@ -144,7 +150,7 @@ _OPS: dict[str, Callable[[list[Array]], Array]] = {
     "ceil": lambda a: np.ceil(a[0]), "floor": lambda a: np.floor(a[0]),
     "sqrt": lambda a: np.sqrt(a[0]), "log": lambda a: np.log(a[0]), "exp": lambda a: np.exp(a[0]),
     "abs": lambda a: np.abs(a[0]), "erlang_c": lambda a: MANY["erlang_c"](a[0], a[1]),
-    "normal_cdf": lambda a: MANY["normal_cdf"](a[0]),
+    "normal_cdf": lambda a: MANY["normal_cdf"](a[0]), "normal_quantile": lambda a: MANY["normal_quantile"](a[0]),
 }
 _RELAXED_OPS: dict[str, Callable[[list[Array]], Array]] = {
     **_OPS, "ceil": lambda a: np.asarray(a[0], dtype=float), "floor": lambda a: np.asarray(a[0], dtype=float),

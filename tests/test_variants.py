@@ -47,8 +47,8 @@ def test_where_recomputes_what_depends_on_the_bound_fields_only(compile_text: Ca
     assert v["b.nested"] == Fraction(299, 100)  # the where inside `doubled` and the outer one both hold
     nodes = c.lowered.elaborated.nodes  # type: ignore[union-attr]
     # fields that do not depend on a bound one are the instance's own nodes, not copies
-    assert not any(n.endswith(".limit") and "~" in n for n in nodes)
-    assert any(n.endswith(".cost") and "~" in n for n in nodes)
+    assert not any(n.endswith(".limit") and "@" in n for n in nodes)
+    assert "b@doubled.cost" in nodes and "b@doubled.unit" in nodes and "b@doubled.extra" not in nodes
 
 
 def test_a_given_override_reaches_every_variant(compile_text: Callable[[str], Compilation]) -> None:
@@ -91,6 +91,15 @@ def test_the_vectorised_search_agrees_with_the_exact_one(compile_text: Callable[
             assert np.isnan(n)
             continue
         assert n == exact["b.n"] and slow == exact["b.n_slow"]
+
+
+def test_a_step_searches_other_than_whole_values(compile_text: Callable[[str], Compilation]) -> None:
+    text = BOX.replace('derive n_slow: count = largest(n, 1, 1000, cost where (extra = 100 ms) <= limit)',
+                       'derive n_slow: count = largest(n, 1 / 4, 1000, cost where (extra = 100 ms) <= limit, 1 / 4)')
+    c = compile_text(text)
+    assert values(c)["b.n_slow"] == Fraction(1186, 4)  # (1 s − 110 ms) / 3 ms = 296.67: the last quarter below it
+    out = evaluate_many(c.lowered.elaborated, c.lowered.values, {"b.limit": np.array([1.0, 0.5])})  # type: ignore[union-attr]
+    assert list(out["b.n_slow"]) == [296.5, 130.0]  # (0.5 s − 110 ms) / 3 ms = 130 exactly
 
 
 def test_searches_are_opaque_to_the_algebra(compile_text: Callable[[str], Compilation]) -> None:

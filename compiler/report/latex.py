@@ -19,7 +19,7 @@ _ATOM = 10
 _INFIX = {"+": " + ", "-": " - ", "*": " \\cdot ", "<": " < ", "<=": " \\le ", ">": " > ",
           ">=": " \\ge ", "==": " = ", "!=": " \\ne ", "and": " \\land ", "or": " \\lor "}
 _FUNC = {"min": "\\min", "max": "\\max", "sqrt": "\\sqrt", "log": "\\ln", "exp": "\\exp", "abs": "",
-         "erlang_c": "\\operatorname{ErlangC}", "normal_cdf": "\\Phi"}
+         "erlang_c": "\\operatorname{ErlangC}", "normal_cdf": "\\Phi", "normal_quantile": "\\Phi^{-1}"}
 _TEXT_ESCAPES = {"\\": "\\backslash{}", "{": "\\{", "}": "\\}", "$": "\\$", "%": "\\%", "#": "\\#",
                  "&": "\\&", "_": "\\_", "^": "\\hat{}", "~": "\\sim{}"}
 
@@ -48,7 +48,7 @@ class _Printer:
             return self.leaf(expr), _ATOM
         op, args = expr.op, expr.args
         if op == "largest":  # max{x ∈ [low, high] : condition}, the condition at the answer
-            free, low, high, cond = (self.visit(a)[0] for a in args)
+            free, low, high, cond = (self.visit(a)[0] for a in args[:4])
             return ("\\max\\{" + free + " \\in [" + low + ", " + high + "] : " + cond + "\\}"), _ATOM
         if op not in _FUNC and op not in _PREC and op not in ("ceil", "floor", "if"):
             raise NotImplementedError(f"no LaTeX form for `{op}`")  # a new IR op must be added here

@@ -140,7 +140,7 @@ class TypeInfo:
 
 
 BUILTINS: dict[str, tuple[int, int]] = {
-    "erlang_c": (2, 2), "normal_cdf": (1, 1),
+    "erlang_c": (2, 2), "normal_cdf": (1, 1), "normal_quantile": (1, 1),
     "min": (2, 99), "max": (2, 99), "ceil": (1, 1), "floor": (1, 1),
     "sqrt": (1, 1), "log": (1, 1), "exp": (1, 1), "abs": (1, 1),
 }
@@ -1037,13 +1037,14 @@ class Elaborator:
         return self.expr(e.value, self.variant(scope, bound, e.span))
 
     def _largest(self, e: ast.Call, scope: Instance | None) -> Value | None:
-        """`largest(x, low, high, condition)`: the largest whole `x` from `low` to `high` at which
-        `condition` holds, `condition` read in the variant of the instance in which `x` is free."""
+        """`largest(x, low, high, condition[, step])`: the largest `x` = low + k·step (step 1: whole
+        values) up to `high` at which `condition` holds, `condition` read in the variant of the
+        instance in which `x` is free."""
         def bad(span: Span, message: str, help: str) -> None:
             self.sink.add(dx.BAD_CALL.at(span, "bad `largest`", message=message, help=help))
-        if len(e.args) != 4:
-            bad(e.span, f"`largest` takes 4 arguments, found {len(e.args)}",
-                "call it as `largest(batch, 1, max_num_seqs, tpot <= tpot_slo)`")
+        if len(e.args) not in (4, 5):
+            bad(e.span, f"`largest` takes 4 or 5 arguments, found {len(e.args)}",
+                "call it as `largest(batch, 1, max_num_seqs, tpot <= tpot_slo)`, with a step as a fifth argument for other than whole values")
             return None
         var = e.args[0]
         if scope is None or not isinstance(var, ast.Name) or var.id not in scope.kind.fields:
@@ -1056,18 +1057,19 @@ class Elaborator:
             return None
         spec = scope.kind.fields[var.id]
         ftype = self.type_of(spec)
-        bounds = [self.expr(a, scope) for a in e.args[1:3]]
+        bounds = [self.expr(a, scope) for a in (e.args[1], e.args[2], *e.args[4:])]
         if ftype is None or ftype.tag != "dim" or any(b is None for b in bounds):
             if ftype is not None and ftype.tag != "dim":
                 bad(var.span, f"`{var.id}` is {ftype.describe()}, not a quantity", "search a counted quantity such as `batch`")
             return None
-        for bound, arg in zip(bounds, e.args[1:3]):
+        for bound, arg in zip(bounds, (e.args[1], e.args[2], *e.args[4:])):
             if not isinstance(bound, (ir.Lit, ir.Ref, ir.Op)) or bound.dim != ftype.dim:
                 found = describe(bound) if bound is not None else "nothing"
                 self.sink.add(dx.WRONG_TYPE.at(arg.span, "not in the unit of the field", expected=f"a quantity like `{var.id}`",
                                                found=found, help=f"the ends of the search are values of `{var.id}`"))
                 return None
-        low, high = bounds
+        low, high = bounds[:2]
+        step = bounds[2] if len(bounds) > 2 else ir.Lit(Fraction(1), ftype.dim, e.span, "1")  # type: ignore[arg-type]
         assert isinstance(low, (ir.Lit, ir.Ref, ir.Op)) and isinstance(high, (ir.Lit, ir.Ref, ir.Op))
         trial = self.variant(scope, {var.id: (None, var)}, e.span)
         node_id = f"{trial.name}.{var.id}"
@@ -1083,7 +1085,7 @@ class Elaborator:
         cond = _as_bool_expr(cond)
         assert isinstance(cond, (ir.Lit, ir.Ref, ir.Op))
         free = ir.Ref(node_id, ftype.dim, var.span, var.id)  # type: ignore[arg-type]
-        return ir.Op("largest", (free, low, high, cond), ftype.dim, e.span)  # type: ignore[arg-type]
+        return ir.Op("largest", (free, low, high, cond, step), ftype.dim, e.span)  # type: ignore[arg-type]
 
     def _call(self, e: ast.Call, scope: Instance | None) -> Value | None:
         if e.func == "largest":
@@ -1121,7 +1123,7 @@ class Elaborator:
                         secondary=[dx.Label(e.args[0].span, f"this is `{first}`")], help=_unit_help(first, a.dim)))
                     return None
             return ir.Op(e.func, tuple(args), first, e.span)
-        plain = ("log", "exp", "erlang_c", "normal_cdf")
+        plain = ("log", "exp", "erlang_c", "normal_cdf", "normal_quantile")
         for arg, node in zip(args, e.args):
             if e.func in plain and arg.dim != DIMENSIONLESS:
                 self.sink.add(dx.DIMENSION_MISMATCH.at(

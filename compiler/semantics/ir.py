@@ -228,5 +228,5 @@ def upstream_outside_searches(elaborated: Elaborated, node_ids: list[str]) -> se
             continue
         out.add(n)
         expr = elaborated.nodes[n].expr
-        stack.extend(refs(expr.args[1]) + refs(expr.args[2]) if is_search(expr) else elaborated.nodes[n].deps)
+        stack.extend(refs(expr.args[1]) + refs(expr.args[2]) + refs(expr.args[4]) if is_search(expr) else elaborated.nodes[n].deps)
     return out

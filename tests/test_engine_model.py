@@ -1,0 +1,120 @@
+"""The serving engine model (stdlib `deployment`, sections Continuous batching, KV admission,
+Operating point): its fixed point, its length statistics, and its agreement with the
+discrete-event simulator (`compiler/simulate.py`) that serves the same traffic with the plan's
+own iteration physics."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planc.lower import search_bounds
+from planc.pipeline import Compilation, compile_plan
+from planc.replay import replay
+from planc.simulate import lognormal_fit
+
+WORKLOADS = {  # prompt mean, p99; output mean, p99
+    "chat": (1000, 6000, 250, 1000),
+    "long_prompt": (4000, 16000, 200, 600),
+    "long_output": (300, 1000, 1000, 4000),
+}
+
+
+def plan(workload: str, utilization: float, extra: str = "") -> str:
+    p, p99, o, o99 = WORKLOADS[workload]
+    return f'''import "models/llama-3.1-8b"
+import "hardware/h100-sxm"
+traffic t {{
+  daily_active_users = 1 M users
+  requests_per_user = 10 requests/user/day
+  peak_factor = 3
+  prompt_tokens = {p} tokens
+  prompt_tokens_p99 = {p99} tokens
+  output_tokens = {o} tokens
+  output_tokens_p99 = {o99} tokens
+}}
+deployment d {{
+  model = llama_3_1_8b
+  hardware = h100_sxm
+  traffic = t
+  utilization_target = {utilization}
+  ttft_slo = 5 s
+  tpot_slo = 60 ms{extra}
+}}
+'''
+
+
+def values(c: Compilation) -> dict[str, float]:
+    assert c.lowered is not None, [d.message for d in c.diagnostics]
+    return {k: float(v) for k, v in c.lowered.values.items()}  # type: ignore[arg-type]
+
+
+def test_the_running_batch_is_the_largest_that_meets_the_slos(compile_text: Callable[[str], Compilation]) -> None:
+    c = compile_text(plan("chat", 0.6))
+    v = values(c)
+    assert 1 <= v["d.batch"] < v["d.max_num_seqs"]
+    assert v["d.tpot"] <= v["d.tpot_slo"] and v["d.ttft_tail"] <= v["d.ttft_slo"]
+    beyond, parts = search_bounds(c.lowered.elaborated, "d.batch", c.lowered.values)  # type: ignore[union-attr]
+    assert beyond == v["d.batch"] + 1
+    failing = [" ".join(p[0].span.text.split()) for p in parts if p[1] is False]
+    assert failing == ["tpot <= tpot_slo"]  # one more sequence and the TPOT SLO breaks
+
+
+def test_the_operating_point_is_the_fixed_point_of_littles_law(compile_text: Callable[[str], Compilation]) -> None:
+    v = values(compile_text(plan("chat", 0.6)))
+    # batch = rate × decode time: the operating batch completes the replica's share of the peak
+    assert v["d.operating_rate"] <= v["d.peak_replica_rate"]
+    assert v["d.operating_batch"] == pytest.approx(
+        v["d.peak_replica_rate"] * v["d.tpot_at_peak"] * v["t.output_tokens"], rel=0.02)
+    assert v["d.operating_batch"] < v["d.batch"] and v["d.tpot_at_peak"] < v["d.tpot"]
+
+
+def test_lengths_are_lognormals_with_the_given_mean_and_p99(compile_text: Callable[[str], Compilation]) -> None:
+    v = values(compile_text(plan("chat", 0.6)))
+    mu, sigma = lognormal_fit(1000, 6000)  # the simulator's own fit
+    assert v["t.prompt_sigma"] == pytest.approx(sigma, rel=1e-12)
+    rng = np.random.default_rng(1)
+    out = rng.lognormal(math.log(250) - v["t.output_sigma"] ** 2 / 2, v["t.output_sigma"], 2_000_000)
+    assert np.percentile(out, 99) == pytest.approx(1000, rel=0.01)
+    assert v["t.output_tokens_biased"] == pytest.approx((out ** 2).mean() / out.mean(), rel=0.01)
+    assert v["t.output_tokens_third"] == pytest.approx((out ** 3).mean() / out.mean(), rel=0.03)
+    # a sequence running at a random moment: its prompt and half its output, length-biased
+    assert v["d.mean_context"] == pytest.approx(1000 + v["t.output_tokens_biased"] / 2, rel=1e-12)
+
+
+def test_paged_admission_holds_more_than_reserving_the_full_context(compile_text: Callable[[str], Compilation]) -> None:
+    paged = values(compile_text(plan("chat", 0.6, "\n  kv = fp8\n  tpot_slo = 1 s\n  ttft_slo = 1000 s")))
+    reserved = values(compile_text(plan("chat", 0.6, "\n  kv = fp8\n  tpot_slo = 1 s\n  ttft_slo = 1000 s\n  reserve_full_context = true")))
+    assert reserved["d.batch"] == min(reserved["d.max_batch"], reserved["d.max_num_seqs"])
+    assert paged["d.batch"] > reserved["d.batch"]
+    assert paged["d.preemption_probability"] <= 0.01
+
+
+def test_prefix_caching_cuts_the_prefill(compile_text: Callable[[str], Compilation]) -> None:
+    cold = values(compile_text(plan("long_prompt", 0.6)))
+    warm = values(compile_text(plan("long_prompt", 0.6, "\n  prefix_hit_rate = 0.5")))
+    assert warm["d.new_prompt_tokens"] == cold["d.new_prompt_tokens"] / 2
+    assert warm["d.ttft_at_peak"] < cold["d.ttft_at_peak"] and warm["d.devices"] <= cold["d.devices"]
+
+
+@pytest.mark.parametrize("workload", sorted(WORKLOADS))
+@pytest.mark.parametrize("utilization", [0.3, 0.6])
+def test_the_analytic_model_agrees_with_the_simulator(tmp_path: Path, workload: str, utilization: float) -> None:
+    """Both serve the same peak with the same iteration physics; the analytic model's steady state
+    (running batch, TPOT) and its queue (TTFT) against the simulated distribution."""
+    path = tmp_path / "p.plan"
+    path.write_text(plan(workload, utilization), encoding="utf-8")
+    c = compile_plan(path)
+    assert c.lowered is not None
+    run = replay(c.lowered, "d", duration=200, replicas=2, seed=3)
+    sim, ana = run.simulated, run.analytic
+    # stable: the replicas complete what arrives (those still running at the end are in flight, not stuck)
+    assert sim["completed_per_s"] == pytest.approx(run.rate, rel=0.06) and sim["preemptions_per_request"] == 0
+    assert ana["mean_running"] == pytest.approx(sim["mean_running"], rel=0.15)
+    assert ana["tpot_mean"] == pytest.approx(sim["tpot_mean"], rel=0.15)
+    assert ana["ttft_p50"] == pytest.approx(sim["ttft_p50"], rel=0.20)
+    assert ana["ttft_p99"] == pytest.approx(sim["ttft_p99"], rel=0.30)
