@@ -236,7 +236,8 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems on stderr  [default: human; with --format json they are in the document]")
 def check(plan_file: Path, fmt: str, diag_fmt: str | None) -> None:
-    """Check FILE: exit 0 if every check passes, 1 if one fails, 2 if the plan is invalid."""
+    """Check FILE: exit 0 if every check passes, 1 if one fails or an SLO is out of reach (E0407), 2 if
+    the plan is invalid."""
     from .pipeline import compile_plan
 
     if fmt in ("human", "short"):  # `--format short` meant the diagnostics before --format json existed
@@ -249,7 +250,7 @@ def check(plan_file: Path, fmt: str, diag_fmt: str | None) -> None:
         sys.exit(result.exit_code)
     _diagnostics(result, diag_fmt or "human")
     if not result.ok:
-        sys.exit(2)
+        sys.exit(result.exit_code)  # 2, or 1 when nothing meets a search's condition (an SLO out of reach)
     from .render_diagnostics import terminal_safe
     from .report.view import build_document
 

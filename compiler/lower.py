@@ -3,7 +3,8 @@
 Contract
 - `lower(elaborated, sink) -> Lowered` evaluates every node in topological order with exact
   arithmetic on the IR: rationals (`Fraction`) stay exact through `+ - * /`, integer powers,
-  `min`/`max`/`ceil`/`floor`; `sqrt`, `log`, `exp` and fractional powers give floats. A division
+  `min`/`max`/`ceil`/`floor`; `sqrt`, `log`, `exp` and fractional powers give floats (except
+  where the answer is exact: a perfect square's root, log 1 = 0, exp 0 = 1). A division
   by zero, the log of a non-positive number, the square root of a negative, a value beyond float
   range, a power closer to zero than 1e-400 (`1e-400 ^ 2`: exact values stay exact below
   the smallest float, but not at any size), a float divided by a rational
@@ -187,6 +188,12 @@ def evaluate(expr: ir.Expr, values: dict[str, Value]) -> Value:
     return _check_range(result, expr.span)
 
 
+def evaluate_node(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -> Value:
+    """A node's exact value from its references' values: its formula, or its search."""
+    expr = elaborated.nodes[node_id].expr
+    return largest(elaborated, node_id, values) if ir.is_search(expr) else evaluate(expr, values)
+
+
 def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -> Number:
     """`largest(x, low, high, condition)`: the largest whole x in [low, high] at which the
     condition holds, by bisection (the condition is taken to hold up to some x and fail beyond,
@@ -211,7 +218,7 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
         values[free.node] = at(k)
         try:
             for n in trials:
-                values[n] = evaluate(elaborated.nodes[n].expr, values)
+                values[n] = evaluate_node(elaborated, n, values)
             return bool(evaluate(cond, values))
         except EvalError:
             return False
@@ -257,7 +264,7 @@ def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Val
     trial[free.node] = beyond
     for n in ir.trial_nodes(elaborated, node_id):
         try:
-            trial[n] = evaluate(elaborated.nodes[n].expr, trial)
+            trial[n] = evaluate_node(elaborated, n, trial)
         except EvalError:
             trial.pop(n, None)
     rows = []
@@ -303,6 +310,8 @@ def _apply(expr: ir.Op, a: list[Any]) -> Value:
 
 
 def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
+    if isinstance(base, Fraction) and (base == 1 or base == 0 and exponent > 0):
+        return base  # exact whatever the exponent: 0^x and 1^x (a dense model's (1 − k/E)^T)
     if isinstance(exponent, Fraction) and exponent.denominator == 1 and isinstance(base, Fraction):
         if base == 0 and exponent < 0:
             raise EvalError(expr.args[0].span, "division by zero", "zero to a negative power")
@@ -352,7 +361,11 @@ def _transcendental(expr: ir.Op, x: Number, *rest: Number) -> Number:
     if op == "log":
         if x <= 0:
             raise EvalError(expr.args[0].span, "not a real number", "the logarithm of a number that is not positive")
-        return math.log(x)
+        return Fraction(0) if x == 1 else math.log(x)  # exact where the answer is: a constant length's spread is 0
+    if op == "exp" and x == 0:
+        return Fraction(1)
+    if op != "exp":
+        raise AssertionError(f"`{op}` is not an operation the exact evaluator knows")  # `largest` is a node's whole formula
     try:
         return math.exp(x)
     except OverflowError:
@@ -380,7 +393,11 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     failed: set[str] = set()
     changed: set[str] = set()
     problems: list[tuple[ir.Node, EvalError]] = []
+    trials = ir.all_trial_nodes(elaborated)  # evaluated by their search, at each value it tries
     for node_id in elaborated.order:
+        if node_id in trials:
+            changed.add(node_id)
+            continue
         node = elaborated.nodes[node_id]
         if any(d in failed for d in node.deps):
             failed.add(node_id)
@@ -392,8 +409,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
             continue
         changed.add(node_id)
         try:
-            out.values[node_id] = (largest(elaborated, node_id, out.values) if ir.is_search(node.expr)
-                                   else evaluate(node.expr, out.values))
+            out.values[node_id] = evaluate_node(elaborated, node_id, out.values)
         except EvalError as exc:
             failed.add(node_id)
             problems.append((node, exc))

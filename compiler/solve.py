@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import diagnostics as dx
-from .lower import EvalError, Lowered, evaluate, lower, search_bounds
+from .lower import EvalError, Lowered, evaluate, evaluate_node, lower, search_bounds
 from .semantics import ir
 from .semantics.elaborate import Elaborator, Instance, InstanceRef, elaborate, static_key
 from .semantics.resolve import Program
@@ -1023,10 +1023,11 @@ class _Probe:
         wanted = needed(self.el, [*exprs, *requirements]) & self.downstream
         values = dict(self.lowered.values)
         values[self.unknown] = x
+        trials = ir.all_trial_nodes(self.el)  # evaluated by their search
         try:
             for node_id in self.el.order:
-                if node_id in wanted and node_id != self.unknown:
-                    values[node_id] = evaluate(self.el.nodes[node_id].expr, values)
+                if node_id in wanted and node_id != self.unknown and node_id not in trials:
+                    values[node_id] = evaluate_node(self.el, node_id, values)
             if not all(evaluate(r, values) for r in requirements):
                 return None
         except EvalError:

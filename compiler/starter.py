@@ -7,14 +7,14 @@ Contract
 - `parse_users(text)` reads `--dau`: a positive number with an optional `k`, `M` or `G`
   (`1M`, `2.5 M`, `100000`), as the plan's words (`1 M users`); anything else is None.
 - `starter(model, hardware, users)` returns the plan's text: a title, the two imports, a
-  `traffic` block, a `deployment` block that sets the model, accelerator, traffic, tensor
-  parallelism and batch and lists the main other knobs as comments with their defaults,
-  descriptions and sources (read from the installed stdlib's `kinds/deployment.plan`, so they
-  say what the compiler will use), two checks and a summary. The tensor-parallel degree and the
-  batch are chosen by compiling: among the degrees 1, 2, 4, …, 64 at which the plan is valid,
-  the largest batch (a power of two up to 64) at which both checks hold, at the smallest degree
-  that reaches it; so the starter compiles with exit 0. When no degree up to 64 works,
-  `StarterProblem` says why, with the compiler's first error.
+  `traffic` block, a `deployment` block that sets the model, accelerator, traffic and tensor
+  parallelism and lists the main other knobs as comments with their defaults, descriptions and
+  sources (read from the installed stdlib's `kinds/deployment.plan`, so they say what the
+  compiler will use), two checks and a summary. The running batch is the engine model's result,
+  not set. The tensor-parallel degree is chosen by compiling: the smallest of 1, 2, 4, …, 64 at
+  which the plan compiles with exit 0 (the weights fit, a batch meets the SLOs, both checks hold)
+  and a replica runs at least 32 sequences, else the degree at which it runs the most.
+  When no degree up to 64 works, `StarterProblem` says why, with the compiler's first error.
 - Nothing from the command line reaches the plan's text unchecked: stems are matched against
   the folder's files and the user count against a strict pattern.
 """
@@ -31,7 +31,7 @@ from typing import Any
 from . import __version__
 
 TENSOR_PARALLEL = (1, 2, 4, 8, 16, 32, 64)
-BATCHES = (64, 32, 16, 8, 4, 2, 1)
+ENOUGH_BATCH = 32  # a replica that runs this many sequences is past the degree where the weights crowd out the KV
 DEPLOYMENT, TRAFFIC = "chat", "chat_traffic"
 # the deployment's main knobs, listed in the starter at their defaults
 KNOBS = ("weights", "kv", "engine", "pipeline_parallel", "context", "memory_utilization", "utilization_target",
@@ -133,7 +133,7 @@ def knobs() -> list[Knob]:
 # ---- the text -----------------------------------------------------------------------------
 
 
-def _text(model: _Catalog, hardware: _Catalog, users: str, tp: int, batch: int, how: str) -> str:
+def _text(model: _Catalog, hardware: _Catalog, users: str, tp: int, how: str) -> str:
     d, t = DEPLOYMENT, TRAFFIC
     lines = [
         f"# A starter plan written by `plan init` (plan {__version__}): {model.title} on {hardware.title}.",
@@ -162,7 +162,7 @@ def _text(model: _Catalog, hardware: _Catalog, users: str, tp: int, batch: int, 
         f"  hardware = {hardware.instance}",
         f"  traffic = {t}",
         f'  tensor_parallel = {tp} source "plan init: {how}"',
-        f'  batch = {batch} source "plan init: the largest power of two up to 64 at which both checks hold"',
+        "  # batch: the running batch is a result, the most sequences at which the KV cache and the SLOs hold",
         "  # The main knobs at their defaults: uncomment a line to change it.",
     ]
     for knob in knobs():
@@ -171,10 +171,10 @@ def _text(model: _Catalog, hardware: _Catalog, users: str, tp: int, batch: int, 
     lines += [
         "}",
         "",
-        f'check {d}.memory_per_device <= {d}.usable_memory "fits in memory at the planned batch and context"',
-        f'check {d}.tpot_worst <= {d}.tpot_slo "TPOT SLO, every sequence at the p99 context"',
+        f'check {d}.tpot_at_peak <= {d}.tpot_slo "TPOT SLO at the peak"',
+        f'check {d}.ttft_at_peak <= {d}.ttft_slo "p99 TTFT SLO at the peak"',
         "",
-        f"summary {d}.devices, {d}.tpot, {d}.ttft, {d}.cost_per_month",
+        f"summary {d}.devices, {d}.batch, {d}.tpot_at_peak, {d}.cost_per_month",
         "",
     ]
     return "\n".join(lines)
@@ -192,29 +192,27 @@ def starter(model_stem: str, hardware_stem: str, users: str = "1 M users") -> st
     with tempfile.TemporaryDirectory(prefix="plan-init-") as tmp:
         path = Path(tmp) / "starter.plan"
 
-        def compiled(tp: int, batch: int) -> Any:
-            path.write_text(_text(model, hardware, users, tp, batch, ""), encoding="utf-8")
+        def compiled(tp: int) -> Any:
+            path.write_text(_text(model, hardware, users, tp, ""), encoding="utf-8")
             # one name for every candidate: the parse cache keeps one entry, replaced each time
             return compile_plan(path, shown="<plan init>")
 
-        best: tuple[int, int] | None = None  # (batch, tensor parallel)
+        best: tuple[float, int] | None = None  # (running batch, tensor parallel)
         for tp in TENSOR_PARALLEL:
-            probe = compiled(tp, 1)
-            if not probe.ok:
+            probe = compiled(tp)
+            if probe.exit_code != 0:
                 errors[tp] = next((x for x in probe.diagnostics if x.is_error), None)
                 continue
-            fits = probe.lowered.values.get(f"{DEPLOYMENT}.max_batch", 0)
-            for batch in (b for b in BATCHES if b <= max(fits, 1) and (best is None or b > best[0])):
-                if (probe if batch == 1 else compiled(tp, batch)).exit_code == 0:
-                    best = (batch, tp)
-                    break
-            if best is not None and best[0] == BATCHES[0]:
+            batch = float(probe.lowered.values[f"{DEPLOYMENT}.batch"])
+            if best is None or batch > best[0]:
+                best = (batch, tp)
+            if batch >= ENOUGH_BATCH:
                 break
         if best is not None:
-            batch, tp = best
-            how = ("the smallest tensor-parallel degree at which the largest batch (up to 64) fits and both checks hold"
-                   if tp > 1 else "one device per replica: the weights fit and both checks hold")
-            return _text(model, hardware, users, tp, batch, how)
+            tp = best[1]
+            how = (f"the smallest tensor-parallel degree at which a replica runs {ENOUGH_BATCH} sequences or more within the SLOs"
+                   if best[0] >= ENOUGH_BATCH else "the degree at which a replica runs the most sequences within the SLOs")
+            return _text(model, hardware, users, tp, how)
     # the problem at the largest degree the model's shape allows says most about why
     shaped = [tp for tp, e in errors.items() if e is not None and "must divide" not in e.message]
     why = f" (at tensor parallel {max(shaped)}: {errors[max(shaped)].message})" if shaped else ""

@@ -52,9 +52,14 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
     ops = _RELAXED_OPS if relaxed else _OPS
     values: dict[str, Array] = {}
     varying: set[str] = set(fixed)
+    trials = ir.all_trial_nodes(elaborated)  # evaluated by their search, at each value it tries
     with np.errstate(all="ignore"):
         for node_id in elaborated.order:
             if only is not None and node_id not in only:
+                continue
+            if node_id in trials and node_id not in fixed:
+                values[node_id] = base[node_id] if node_id in base else np.nan
+                varying.add(node_id)
                 continue
             if node_id in fixed:
                 values[node_id] = fixed[node_id]
@@ -93,7 +98,8 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
     def holds(k: Array) -> Array:
         values[free.node] = base + k * step
         for n in trials:
-            values[n] = _evaluate(elaborated.nodes[n].expr, values, ops)
+            e = elaborated.nodes[n].expr
+            values[n] = _largest(elaborated, n, values, ops) if ir.is_search(e) else _evaluate(e, values, ops)
         return np.asarray(_evaluate(cond, values, ops), dtype=bool)
 
     shape = np.broadcast_shapes(np.shape(low), np.shape(high), *(np.shape(values[r]) for r in ir.refs(cond) if r in values))

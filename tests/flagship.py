@@ -9,13 +9,14 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '17,632 devices',
-    'chat.tpot': '14.07 ms',
-    'chat.cost_per_month': '32,200,000 USD/month',
-    'chat.replicas': '4,407',
-    'chat.concurrency_replicas': '1,927',
-    'chat.devices@peak_factor=2.5': '14,692 devices',
-    'chat.replicas@peak_factor=2.5': '3,672',
+    'chat.devices': '14,460 devices',
+    'chat.tpot': '39.96 ms',
+    'chat.cost_per_month': '26,410,000 USD/month',
+    'chat.replicas': '3,614',
+    'chat.burst_replicas': '3,469',
+    'chat.batch': '120',
+    'chat.devices@peak_factor=2.5': '12,048 devices',
+    'chat.replicas@peak_factor=2.5': '3,011',
     'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 

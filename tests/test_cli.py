@@ -62,6 +62,11 @@ def test_check_exit_codes(tmp_path: Path) -> None:
     text = EXAMPLE.read_text()
     assert "tpot_slo = 40 ms" in text
     failing.write_text(text.replace("tpot_slo = 40 ms", "tpot_slo = 1 ms"))
+    # a TPOT no batch reaches: the running batch's search finds nothing (infeasible, exit 1)
+    code, _, err = run("check", str(failing))
+    assert code == 1 and "error[E0407]" in err and "`batch`" in err
+    # a check that fails
+    failing.write_text(text.replace('check chat.tpot <= chat.tpot_slo', 'check chat.tpot <= 1 ms'))
     code, out, _ = run("check", str(failing))
     assert code == 1 and "FAIL  TPOT SLO" in out
 

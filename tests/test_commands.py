@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from planc.cli import main
 from planc.diagnostics import CODES
 
+from .flagship import FLAGSHIP as FIGURES
 from .conftest import REPO
 
 EXAMPLE = REPO / "examples" / "100m_dau.plan"
@@ -67,12 +68,12 @@ def test_check_json_gives_numbers_with_units_and_the_same_verdicts() -> None:
     assert data["schema"] == "plan.check/1" and data["valid"] is True and data["exit_code"] == 0
     assert data["failed"] == 0 and data["diagnostics"] == []
     text = run("check", str(EXAMPLE))[1].splitlines()
-    assert len(data["checks"]) == len(text) == 3
+    assert len(data["checks"]) == len(text) == 4
     memory = data["checks"][0]
-    assert memory["label"] == "fits in memory at batch and context" and memory["holds"] is True
-    assert memory["comparison"] == "<=" and memory["location"] == f"{EXAMPLE}:55"
+    assert memory["label"] == "the weights and the engine's overheads fit, leaving room for KV" and memory["holds"] is True
+    assert memory["comparison"] == "<=" and memory["location"] == f"{EXAMPLE}:54"
     assert memory["left"]["unit"] == memory["right"]["unit"] == memory["margin"]["unit"] == "B"
-    assert memory["left"]["text"] == "55.81 GiB" and memory["margin"]["text"].startswith("17.03 GiB")
+    assert memory["left"]["text"] == "21.59 GiB" and memory["margin"]["text"].startswith("51.25 GiB")
     assert abs(memory["margin"]["value"] - (memory["right"]["value"] - memory["left"]["value"])) < 1
     assert abs(memory["margin"]["relative"] - memory["margin"]["value"] / memory["right"]["value"]) < 1e-12
     tpot = data["checks"][1]
@@ -225,7 +226,7 @@ def test_flags_of_the_flagship_trace_every_value_to_its_quantity() -> None:
     assert lines[1] == "vllm serve meta-llama/Llama-3.1-70B  ← llama_3_1_70b (the checkpoint its catalog file names)"
     rows = {line.split("←")[0].strip(): line.split("←")[1].strip() for line in lines[2:] if "←" in line}
     assert rows["--tensor-parallel-size 4"] == "chat.tensor_parallel"
-    assert rows["--max-num-seqs 64"].startswith("chat.batch (the planned batch")
+    assert rows[f"--max-num-seqs {FIGURES['chat.batch']}"].startswith("chat.batch (the planned batch")
     assert rows["--gpu-memory-utilization 0.92"] == "chat.memory_utilization"
     assert rows["--max-num-batched-tokens 8192"] == "chat.prefill_chunk"
     assert rows["--kv-cache-dtype auto"].startswith("chat.kv (bf16")
@@ -392,7 +393,7 @@ def test_init_writes_a_commented_starter(tmp_path: Path) -> None:
     assert 'import "models/llama-3.1-70b"' in text and 'import "hardware/h100-sxm"' in text
     assert "traffic chat_traffic {" in text and "deployment chat {" in text
     assert "daily_active_users = 100 M users" in text
-    assert "tensor_parallel = 4 " in text and "batch = 64 " in text  # what the flagship chose by hand
+    assert "tensor_parallel = 4 " in text and "\n  batch = " not in text  # the flagship's degree; the batch is a result
     # the main knobs, commented, with their defaults and sources from the installed stdlib
     assert "  # weights = bf16\n" in text and "  # tpot_slo = 40 ms\n" in text and "  # engine = vllm\n" in text
     assert "(source: docs/physics.md §14 worked example: TPOT SLO 40 ms)" in text

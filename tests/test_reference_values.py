@@ -105,6 +105,9 @@ def test_traffic_chain_worked_example(compile_text: Callable[[str], Compilation]
     assert float(v["t.peak_output_tokens_per_s"]) == pytest.approx(8.68e6, rel=1e-3)
 
 
+WORST_ATTENTION = "d@tpot_worst@step_time.decode_attention_time"  # the decode step of `tpot_worst`: every sequence at the full context
+
+
 def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) -> None:
     # docs/physics.md §14 step 6: Llama-3.1-70B FP8, TP4, 76 sequences at 8,192 tokens, BF16 KV:
     # 17.64 GB weights actually read (the input embedding is a lookup) + 51.0 GB KV per device;
@@ -114,15 +117,16 @@ def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) 
     # The memory inputs are the worked example's (vLLM 0.11 at 0.9 of the device, its measured
     # activation peak and buffers), not today's defaults.
     bare = "engine bare = vllm { kernel_gap = 0 s; step_overhead = 0 s; paged_attention_efficiency = 1 }\n"
-    text = deployment("llama-3.1-70b", weights="fp8", tp=4).replace("batch = 1", "batch = 76\n  mbu = 0.75\n"
+    # static batching: the worked example times decode steps alone (no prefill chunk shares them)
+    text = deployment("llama-3.1-70b", weights="fp8", tp=4).replace("batch = 1", "batch = 76\n  mbu = 0.75\n  static_batching = true\n"
         "  memory_utilization = 0.9; activation_peak = 4.84 GiB; non_torch_memory = 1 GiB; cuda_graph_memory = 0.5 GiB")
     v = values(compile_text(bare + text.replace("tensor_parallel = 4", "tensor_parallel = 4\n  engine = bare")))
     assert float(v["d.tpot_worst"]) == pytest.approx(0.029, rel=0.05)
     full = values(compile_text(text, name="default.plan"))
     gaps = full["d.kernel_time"] + full["vllm.step_overhead"]
-    paged = (full["d.worst_attention_time"] - v["d.worst_attention_time"])
+    paged = (full[WORST_ATTENTION] - v[WORST_ATTENTION])
     assert full["d.tpot_worst"] == v["d.tpot_worst"] + gaps + paged
-    assert float(paged) == pytest.approx(float(v["d.worst_attention_time"]) * (1 / 0.81 - 1), rel=1e-9)
+    assert float(paged) == pytest.approx(float(v[WORST_ATTENTION]) * (1 / 0.81 - 1), rel=1e-9)
     assert float(v["d.gemm_weight_bytes"]) == pytest.approx(17.64e9, rel=1e-3)
     assert float(v["d.kv_bytes_per_device"]) == pytest.approx(51.0e9, rel=2e-3)
     memory_time = float(v["d.gemm_weight_bytes"] + v["d.kv_bytes_per_device"]) / (3.35e12 * 0.75)

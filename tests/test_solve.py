@@ -229,15 +229,14 @@ ask "x": minimize a.x subject to a.y <= 7, a.x <= 10
 def test_highest_utilisation_for_the_p99_ttft(compile_text: Callable[[str], Compilation]) -> None:
     # the queueing question: the busiest each replica may run (so the fewest replicas) while the p99
     # TTFT in a burst stays within its budget, under the plan's bursty arrivals (M/G/c, Erlang C)
-    # static batching, whose requests queue for the pooled replicas (continuous batching queues them per replica
-    # for its prefill slot, at the replica's capacity whatever the utilisation target)
-    c = compile_text(plan('ask "q": maximize d.utilization_target subject to d.ttft_tail <= 60 ms').replace(
-        "batch = 32", "batch = 32\n  static_batching = true"))
+    # each replica queues its prompts for its own prefill: the busier the replicas run at the peak, the
+    # longer the wait (M/G/1 on the prompts' cost, Kingman and Pollaczek–Khinchine)
+    c = compile_text(plan('ask "q": maximize d.utilization_target subject to d.ttft_at_peak <= 100 ms'))
     (a,) = asks(c)
     assert a.value is not None and 0 < a.value < 1 and a.binding is not None
-    assert " ".join(a.binding.constraint.span.text.split()) == "d.ttft_tail <= 60 ms"
+    assert " ".join(a.binding.constraint.span.text.split()) == "d.ttft_at_peak <= 100 ms"
     left, right = a.binding.at_limit  # type: ignore[misc]
-    assert left <= right == Fraction(6, 100)
+    assert left <= right == Fraction(1, 10)
     assert a.binding.beyond is not None and a.binding.beyond > a.value  # just past it the budget breaks
 
 
@@ -257,10 +256,9 @@ def test_a_requirement_of_the_plan_can_bind(compile_text: Callable[[str], Compil
     assert "closed form 131,072 on the active piece" in view.method
 
 
-def test_the_queue_must_absorb_a_burst(compile_text: Callable[[str], Compilation]) -> None:
-    # a utilisation target so high that a burst outruns the replicas: the deployment is rejected
-    # with the requirement's message instead of reporting a negative queueing delay
-    c = compile_text(plan("").replace("batch = 32", "batch = 32\n  utilization_target = 1\n  static_batching = true"))
+def test_the_prefill_must_keep_up(compile_text: Callable[[str], Compilation]) -> None:
+    # a token budget with no room for the prompts that arrive: continuous batching cannot keep up
+    c = compile_text(plan("").replace("batch = 32", "batch = 32\n  prefill_chunk = 40 tokens"))
     assert not c.ok
     assert any("queue grows without bound" in d.message for d in c.diagnostics)
 
@@ -371,15 +369,15 @@ def test_a_scenario_names_what_starts_to_bind(compile_text: Callable[[str], Comp
     c = compile_text(flagship + 'scenario "huge batch" { chat.batch = 512 }\n')
     assert c.ok, c.diagnostics
     tables = {a.title: a for a in c.answers if isinstance(a, TableAnswer) and a.kind == "scenario"}
-    # 10× the traffic needs 10× the replicas, and the same limits decide the fleet
+    # 10× the traffic needs 10× the replicas, and the same limits decide the fleet: the TPOT SLO
+    # stops the running batch, throughput (not a burst) sets the replicas
     [same] = tables["10x traffic"].notes
-    assert same.startswith("the same constraints decide chat.devices as in the baseline: chat.replicas by "
-                           "throughput_replicas, chat.concurrency_replicas by batch, chat.prefill_time by prefill_gpu_time")
-    # at batch 512 the KV cache no longer holds the batch: memory (max_batch) caps it, and
-    # concurrency, not throughput, sets the replicas
-    [note] = [n for n in tables["huge batch"].notes if n.startswith("what decides")]
-    assert "chat.replicas is now set by concurrency_replicas (max; in the baseline by throughput_replicas)" in note
-    assert "chat.concurrency_replicas is now set by max_batch (min; in the baseline by batch)" in note
+    assert same.startswith("the same constraints decide chat.devices as in the baseline: chat.batch by "
+                           "tpot <= tpot_slo, chat.replicas by throughput_replicas")
+    # a batch of 512 forced on the replicas: the SLOs and the KV cache no longer hold
+    notes = tables["huge batch"].notes
+    assert "TPOT SLO at the running batch, prefill chunks included: now fails" in notes
+    assert "KV cache full in at most 1 % of iterations: now fails" in notes
 
 
 def test_the_summary_names_what_binds_the_headline() -> None:
@@ -391,13 +389,15 @@ def test_the_summary_names_what_binds_the_headline() -> None:
     c = compile_plan(REPO / "examples" / "100m_dau.plan")
     doc = build_document(c)
     assert doc.bindings_target == "chat.devices"
-    # the fleet is throughput-bound (more replicas for throughput than for concurrency), decode memory-bound
-    assert doc.bindings[0] == ("chat.replicas", "max", "throughput_replicas", FIGURES["chat.replicas"],
-                               f"concurrency_replicas = {FIGURES['chat.concurrency_replicas']}")
-    assert ("chat.decode_gemm_time", "max", "gemm_weight_bytes / achieved_bandwidth") in {row[:3] for row in doc.bindings}
+    # the running batch is the largest at which the SLOs hold: one more and the TPOT SLO breaks;
+    # then the fleet is throughput-bound (more replicas for the peak than for a burst)
+    quantity, op, effect, value, _ = doc.bindings[0]
+    assert (quantity, op, effect) == ("chat.batch", "largest", "tpot <= tpot_slo") and value.startswith("fails: ")
+    assert doc.bindings[1] == ("chat.replicas", "max", "throughput_replicas", FIGURES["chat.replicas"],
+                               f"burst_replicas = {FIGURES['chat.burst_replicas']}")
     data = document_json(doc, c)
     assert data["bindings"]["target"] == "chat.devices"
-    assert data["bindings"]["choices"][0]["in_effect"] == "throughput_replicas"
+    assert data["bindings"]["choices"][1]["in_effect"] == "throughput_replicas"
 
 
 def test_a_constant_of_a_kind_is_not_an_assumption() -> None:

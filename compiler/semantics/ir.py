@@ -230,3 +230,17 @@ def upstream_outside_searches(elaborated: Elaborated, node_ids: list[str]) -> se
         expr = elaborated.nodes[n].expr
         stack.extend(refs(expr.args[1]) + refs(expr.args[2]) + refs(expr.args[4]) if is_search(expr) else elaborated.nodes[n].deps)
     return out
+
+
+def all_trial_nodes(elaborated: Elaborated) -> set[str]:
+    """Every search's free variable and trial nodes: the evaluators leave them to their search."""
+    cache = elaborated.__dict__.get("_all_trials")
+    if cache is None:
+        cache = set()
+        for n in elaborated.order:
+            expr = elaborated.nodes[n].expr
+            if is_search(expr):
+                cache.add(expr.args[0].node)  # type: ignore[union-attr]
+                cache.update(trial_nodes(elaborated, n))
+        elaborated.__dict__["_all_trials"] = cache
+    return cache  # type: ignore[no-any-return]
