@@ -399,7 +399,8 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
             changed.add(node_id)
             continue
         node = elaborated.nodes[node_id]
-        if any(d in failed for d in node.deps):
+        if any(d in failed for d in node.deps) or (ir.is_search(node.expr) and any(
+                d in failed or d not in out.values for d in ir.search_inputs(elaborated, node_id))):
             failed.add(node_id)
             continue
         old = reuse.elaborated.nodes.get(node_id) if reuse is not None else None

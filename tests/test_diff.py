@@ -50,12 +50,13 @@ def test_one_changed_input_and_what_it_moves(lower_peak: Path) -> None:
         FIGURES["chat.devices"], FIGURES["chat.devices@peak_factor=2.5"])
     assert summary["chat.devices"].change == FIGURES["chat.devices:change@peak_factor=2.5"]
     assert summary["chat.devices"].changed
-    # the latency of one step does not depend on how many replicas there are
-    assert not summary["chat.tpot"].changed and summary["chat.tpot"].change == ""
+    # each replica runs at the same share of its capacity, so its latency at the peak does not move
+    # (to the rounding of the replica count: under 0.1 %)
+    assert abs(float(summary["chat.tpot_at_peak"].change.replace("%", "").replace("\u2212", "-") or 0)) < 0.1
     derived = rows(d.derived)
     assert derived["chat.replicas"].head == FIGURES["chat.replicas@peak_factor=2.5"] and "chat.tpot" not in derived
-    # a smaller fleet at the same utilisation target: a burst finds all replicas busy more often
-    assert derived["chat.wait_probability"].changed and derived["chat.wait_probability"].change.startswith("+")
+    # a smaller fleet of the same replicas: what one replica sustains does not move
+    assert "chat.replica_request_rate" not in derived and "chat.batch" not in derived
     assert 0 < len(d.derived) < d.derived_compared
     questions = rows(d.questions)
     assert not questions["ask: max batch at 8k context"].changed

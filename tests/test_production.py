@@ -50,7 +50,10 @@ def test_the_queue_depth_alert_is_where_a_new_request_misses_the_ttft_slo(v: dic
     assert q > 10_000  # thousands of replicas drain a deep queue within the SLO
 
 
-def test_kv_alert_is_the_planned_batch_at_the_p99_context(v: dict[str, Fraction]) -> None:
-    assert v["kv_usage_alert"] == v["kv_bytes_per_device"] / v["kv_budget"]
-    assert v["kv_usage_planned"] < v["kv_usage_alert"] < 1  # the plan fits with room to alert before OOM
-    assert v["ttft_margin"] == v["ttft_slo"] - v["ttft_tail"] and v["tpot_margin"] > 0
+def test_kv_alert_is_the_working_set_at_the_preemption_target(v: dict[str, Fraction]) -> None:
+    # paged KV: the running batch's working set, and the usage its spread reaches once in 1/target iterations
+    assert v["kv_usage_planned"] == v["kv_working_set"] / v["kv_capacity_tokens"]
+    assert float(v["kv_usage_alert"]) == pytest.approx(float(
+        (v["kv_working_set"] + 2.3263478740408408 * v["kv_working_set_sd"]) / v["kv_capacity_tokens"]), rel=1e-9)
+    assert v["kv_usage_planned"] < v["kv_usage_alert"] < 1  # the plan fits with room to alert before preemptions
+    assert v["ttft_margin"] == v["ttft_slo"] - v["ttft_at_peak"] and v["tpot_margin"] > 0

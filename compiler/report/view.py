@@ -52,6 +52,10 @@ class QuantityView:
     # where a sum goes: (term as written in LaTeX, its value, its share of the total) for every
     # term of a sum of three or more, largest first
     breakdown: tuple[tuple[str, str, str], ...] = ()
+    # a quantity computed by a `where`: the fields the variant binds with their values there, and
+    # the quantity of the variant whose "where it goes" the breakdown is
+    where: tuple[str, ...] = ()
+    breakdown_of: str = ""
 
     @property
     def shows_substituted(self) -> bool:
@@ -242,8 +246,29 @@ class _Builder:
             result="\\text{" + latex.text(text) + "}",
             source=node.source, location=location(node.span, node.field, node.owner), overridden=node.overridden,
             inputs=node.deps, range=self.node_range(node_id), is_definition=node.is_definition,
-            breakdown=self.breakdown(node),
+            **{"breakdown": self.breakdown(node), **self.variant_view(node)},
         )
+
+    def variant_view(self, node: ir.Node) -> dict[str, Any]:
+        """For a quantity that is a `where` (its formula names a node of a variant): what the variant
+        binds, and the first quantity of the variant (from the one named, downward) with a breakdown."""
+        if not isinstance(node.expr, ir.Ref) or "@" not in self.nodes[node.expr.node].owner:
+            return {}
+        variant = self.nodes[node.expr.node].owner
+        el = self.lowered.elaborated
+        bound = tuple(f"{f} = {self.value_text(f'{variant}.{f}')}" for f in el.variants.get(variant, ())
+                      if f"{variant}.{f}" in self.nodes)
+        seen, queue = set(), [node.expr.node]
+        while queue:
+            n = queue.pop(0)
+            if n in seen or not self.nodes[n].owner.startswith(variant):
+                continue
+            seen.add(n)
+            rows = self.breakdown(self.nodes[n])
+            if rows and n != node.id:
+                return {"where": bound, "breakdown": rows, "breakdown_of": n}
+            queue.extend(self.nodes[n].deps)
+        return {"where": bound}
 
     def breakdown(self, node: ir.Node) -> tuple[tuple[str, str, str], ...]:
         """The shares of a sum of three or more terms that are not all zero: where the time, the
@@ -362,7 +387,8 @@ def build_document(compilation: Compilation) -> DocumentView:
     b = _Builder(lowered, u)
     doc = DocumentView(title=el.title or f"Capacity plan: {compilation.path}", scope=el.scope,
                        plan=compilation.path, version=__version__)
-    quantities = [b.quantity(n) for n in el.order]
+    # a variant's quantities (`chat@mixed_step_time.gemm_time`) are shown through the quantity that uses them
+    quantities = [b.quantity(n) for n in el.order if "@" not in el.nodes[n].owner]
     doc.assumptions = _by_owner([q for q in quantities if q.is_input and not q.is_definition])
     doc.specifications = _by_owner([q for q in quantities if q.is_input and q.is_definition])
     sections: dict[str, list[QuantityView]] = {}
@@ -474,7 +500,9 @@ def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, 
                     verdict += f": {b.format(left, dim, None)} vs {b.format(right, dim, None)}"
                 return verdict
             beyond = c.values[0][3]
-            others = "; ".join(f"{' '.join(e.span.text.split())} {side(e, v)}" for e, v in zip(c.branches[1:], c.values[1:]))
+            held = [" ".join(e.span.text.split()) for e, v in zip(c.branches[1:], c.values[1:]) if v[0] is True]
+            others = "; ".join([f"{' '.join(e.span.text.split())} {side(e, v)}" for e, v in zip(c.branches[1:], c.values[1:])
+                                if v[0] is not True] + ([f"{', '.join(held)} hold"] if held else []))
             rows.append((owner.id, "largest", " ".join(free.span.text.split()),
                          f"{side(c.branches[0], c.values[0])} at {b.format(beyond, owner.dim, owner.unit)} (one more than the answer)", others))
             continue

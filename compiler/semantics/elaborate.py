@@ -469,6 +469,7 @@ class Elaborator:
                              abstract=inst.abstract, outer=inst, bound=dict(bound))
             self._variants[key] = found
             self.instances[found.name] = found
+            self.out.variants[found.name] = tuple(bound)
         return found
 
     def _varies(self, inst: Instance, name: str) -> bool:

@@ -136,6 +136,8 @@ class Elaborated:
     # (`trtllm_0_9_xqa` → `("trtllm_0_9", "trtllm")`); tools such as `plan flags` read them
     kinds: dict[str, tuple[str, ...]] = field(default_factory=dict)
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # each variant (`chat@mixed_step_time`, made by a `where` or a `largest`): the fields it binds
+    variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # ---- graph helpers shared by lowering, solving and vector evaluation ----------------------
@@ -244,3 +246,10 @@ def all_trial_nodes(elaborated: Elaborated) -> set[str]:
                 cache.update(trial_nodes(elaborated, n))
         elaborated.__dict__["_all_trials"] = cache
     return cache  # type: ignore[no-any-return]
+
+
+def search_inputs(elaborated: Elaborated, node_id: str) -> set[str]:
+    """The nodes outside a search's trial nodes that its trials read: they must have values first."""
+    trials = set(trial_nodes(elaborated, node_id))
+    free = elaborated.nodes[node_id].expr.args[0].node  # type: ignore[union-attr]
+    return {d for n in trials for d in elaborated.nodes[n].deps if d not in trials and d != free}
