@@ -150,7 +150,10 @@ def sympy_function(name: str) -> Any:
         @classmethod
         def eval(cls, *args: Any) -> Any:
             if all(a.is_number for a in args):
-                return sp.Float(impl(*(float(a) for a in args)))
+                try:
+                    return sp.Float(impl(*(float(a) for a in args)))
+                except (ValueError, TypeError):  # outside its domain: no value, left unevaluated
+                    return None
             return None
 
     _Builtin.__name__ = name

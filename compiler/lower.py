@@ -97,7 +97,7 @@ class Lowered:
         """The node's sympy expression over input symbols only."""
         if node_id not in self._full:
             node = self.elaborated.nodes[node_id]
-            if node.is_input:
+            if node.is_input or ir.is_search(node.expr):  # a search has no closed form: it stands as its own symbol
                 self._full[node_id] = self.symbols[node_id]
             else:
                 subs = {self.symbols[d]: self.full(d) for d in node.deps}
@@ -223,6 +223,18 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
         except EvalError:
             return False
 
+    guess = _float_guess(elaborated, node_id, values, at(low), base, step)
+    if guess is not None and low <= guess <= high:
+        # the bisection in floating point (one vectorised pass per step), then exactly from there:
+        # the answer holds exactly and the next value does not (a float boundary off by one is moved)
+        k = guess
+        while k > low and not holds(k):
+            k -= 1
+        if holds(k):
+            while k < high and holds(k + 1):
+                k += 1
+            holds(k)
+            return at(k)  # type: ignore[no-any-return]
     if high < low or not holds(low):
         holds(low)
         shown = _show_plain(at(low))
@@ -241,6 +253,28 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
             bad = mid
     holds(good)
     return at(good)  # type: ignore[no-any-return]
+
+
+def _float_guess(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value], start: Any, base: Any,
+                 step: Any) -> int | None:
+    """The search's answer by the vectorised evaluator (float64), as a step count; None if it has none."""
+    import numpy as np
+
+    from .vector import evaluate_many
+
+    expr = elaborated.nodes[node_id].expr
+    assert isinstance(expr, ir.Op) and isinstance(expr.args[0], ir.Ref)
+    free = expr.args[0].node
+    only = set(ir.trial_nodes(elaborated, node_id)) | ir.search_inputs(elaborated, node_id) | {node_id, free}
+    only |= {r for a in expr.args[1:] for r in ir.refs(a)}
+    try:
+        out = evaluate_many(elaborated, values, {free: np.array([float(start)])}, only)
+        answer = float(np.asarray(out[node_id]).reshape(-1)[0])
+    except (KeyError, ValueError, OverflowError, ZeroDivisionError):
+        return None
+    if not math.isfinite(answer):
+        return None
+    return round((answer - float(base)) / float(step))
 
 
 def _show_plain(x: Any) -> str:
