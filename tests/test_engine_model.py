@@ -118,3 +118,21 @@ def test_the_analytic_model_agrees_with_the_simulator(tmp_path: Path, workload: 
     assert ana["tpot_mean"] == pytest.approx(sim["tpot_mean"], rel=0.15)
     assert ana["ttft_p50"] == pytest.approx(sim["ttft_p50"], rel=0.20)
     assert ana["ttft_p99"] == pytest.approx(sim["ttft_p99"], rel=0.30)
+
+
+def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from planc.cli import main
+
+    path = tmp_path / "p.plan"
+    path.write_text(plan("chat", 0.6), encoding="utf-8")
+    result = CliRunner().invoke(main, ["simulate", str(path), "--duration", "60", "--replicas", "1"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith("d: 1 replica(s) at ") and "requests measured, seed 0, random router" in lines[0]
+    rows = {line[:28].strip(): line for line in lines[2:]}
+    for label, field in [("TPOT (mean)", "d.tpot_at_peak"), ("TTFT p99", "d.ttft_at_peak"), ("running sequences (mean)", "d.operating_batch")]:
+        assert field in rows[label] and "%" in rows[label]
+    wrong = CliRunner().invoke(main, ["simulate", str(path), "--deployment", "nope"])
+    assert wrong.exit_code == 2 and "no deployment `nope`" in wrong.output

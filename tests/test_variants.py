@@ -106,4 +106,7 @@ def test_searches_are_opaque_to_the_algebra(compile_text: Callable[[str], Compil
     c = compile_text(BOX)
     assert c.lowered is not None
     assert ir.is_search(c.lowered.elaborated.nodes["b.n"].expr)
-    assert "largest" in str(c.lowered.full("b.n"))
+    assert "largest" in str(c.lowered.local("b.n"))
+    # over the inputs, a search is a symbol of its own: what depends on it is algebra in that symbol
+    assert c.lowered.full("b.n") == c.lowered.symbols["b.n"]
+    assert c.lowered.symbols["b.n"] in c.lowered.full("b.cost").free_symbols
