@@ -523,6 +523,6 @@ def test_pdf_executive_summary_is_one_page_of_its_own(flagship: Rendered,
     cover, summary = (re.sub(r"\s+", " ", reader.pages[k].extract_text()) for k in (0, 1))
     assert "Contents" in cover and FIGURES["chat.devices"] not in cover
     assert summary.startswith("Summary quantity value")  # the page opens with the summary
-    for needed in (FIGURES["chat.devices"], FIGURES["chat.cost_per_month"], "p99 TTFT SLO in a burst", "max batch at 8k context",
+    for needed in (FIGURES["chat.devices"], FIGURES["chat.cost_per_month"], "p99 TTFT SLO at capacity", "max batch at 8k context",
                    "What decides chat.devices", "chat.utilization_target", "chat_traffic.peak_factor"):
         assert needed in summary, needed

@@ -332,7 +332,7 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
     assert "chat.tensor_parallel" not in devices and "chat.pipeline_parallel" not in devices
     # a dtype's bytes per element is a definition, not an assumption: no elasticity, though
     # the memory per device depends on it
-    memory = dict(next(s for s in c.sensitivities if s.target == "chat.memory_per_device").entries)
+    memory = dict(next(s for s in c.sensitivities if s.target == "chat.working_memory_per_device").entries)
     # the running batch is a search now: the SLO that decides it is what moves the memory
     assert "chat.tpot_slo" in memory and not any(n.startswith("dtype.") for n in memory)
     # nor is a `spec` field: the model's architecture, the accelerator's datasheet. The price of a
