@@ -497,7 +497,7 @@ class _Solver:
     def _choices(self, node_id: str, lowered: Lowered | None = None) -> list[Choice]:
         lowered = lowered or self.base
         el = lowered.elaborated
-        cone = ir.upstream_outside_searches(el, [node_id])
+        cone = ir.upstream_of(el, [node_id], searches_as_leaves=True)
         out: list[Choice] = []
         searches: list[Choice] = []  # the searches come first: each is a decision (a running batch) and what limits it
         for n in reversed(el.order):

@@ -170,8 +170,10 @@ def upstream(elaborated: Elaborated, exprs: list[Expr]) -> set[str]:
     return upstream_of(elaborated, [r for e in exprs for r in refs(e)])
 
 
-def upstream_of(elaborated: Elaborated, node_ids: list[str]) -> set[str]:
-    """These nodes and every node they read, transitively."""
+def upstream_of(elaborated: Elaborated, node_ids: list[str], searches_as_leaves: bool = False) -> set[str]:
+    """These nodes and every node they read, transitively. With `searches_as_leaves`, a search
+    (`largest`) reads only its range: the trial nodes of its condition are how it is found, not
+    what it is made of."""
     stack = list(node_ids)
     out: set[str] = set()
     while stack:
@@ -179,7 +181,11 @@ def upstream_of(elaborated: Elaborated, node_ids: list[str]) -> set[str]:
         if n in out or n not in elaborated.nodes:
             continue
         out.add(n)
-        stack.extend(elaborated.nodes[n].deps)
+        expr = elaborated.nodes[n].expr
+        if searches_as_leaves and is_search(expr):
+            stack.extend(refs(expr.args[1]) + refs(expr.args[2]) + refs(expr.args[4]))  # type: ignore[union-attr]
+        else:
+            stack.extend(elaborated.nodes[n].deps)
     return out
 
 
@@ -217,21 +223,6 @@ def conjuncts(elaborated: Elaborated, expr: Expr) -> list[Expr]:
         if isinstance(inner, (Op, Ref)) and (isinstance(inner, Ref) or inner.op == "and"):
             return conjuncts(elaborated, inner)
     return [expr]
-
-
-def upstream_outside_searches(elaborated: Elaborated, node_ids: list[str]) -> set[str]:
-    """Like `upstream_of`, but a search (`largest`) is a leaf with its range: the trial nodes of
-    its condition are how it is found, not what it is made of."""
-    stack = list(node_ids)
-    out: set[str] = set()
-    while stack:
-        n = stack.pop()
-        if n in out or n not in elaborated.nodes:
-            continue
-        out.add(n)
-        expr = elaborated.nodes[n].expr
-        stack.extend(refs(expr.args[1]) + refs(expr.args[2]) + refs(expr.args[4]) if is_search(expr) else elaborated.nodes[n].deps)
-    return out
 
 
 def all_trial_nodes(elaborated: Elaborated) -> set[str]:
