@@ -106,7 +106,11 @@ def _diagnostics(compilation: object, fmt: str) -> None:
 @click.option("--figures", is_flag=True,
               help="Markdown: also draw the plots (needs `plan-compiler[pdf]`) as SVG files in a folder beside the "
                    "report, `<report>.figures/`, linked from it (HTML and PDF always carry them inline)")
-def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str | None, figures: bool) -> None:
+@click.option("--brief", is_flag=True,
+              help="the body only: the decision, the answers, the sensitivities and the figures, without the audit "
+                   "appendix (assumptions, derivations, checks in full, plan source)")
+def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str | None, figures: bool,
+            brief: bool) -> None:
     """Compile FILE into a design document."""
     from .pipeline import compile_plan
 
@@ -123,7 +127,7 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
         sys.exit(2)
     from .report.view import build_document
 
-    doc = build_document(result)
+    doc = build_document(result, brief=brief)
     links = _write_figures(result, target) if figures else []
     data = _report(fmt, doc, result, links)
     _emit(target, data, f" ({result.failed_checks} check(s) failed)" if result.failed_checks else "")

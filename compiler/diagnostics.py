@@ -130,6 +130,7 @@ NUMBER_TOO_LONG = Code("E0106", "number literal too long", "a number literal may
 EXPONENT_TOO_LARGE = Code("E0107", "exponent too large", "a number's exponent may be at most {limit} in magnitude")
 STRING_TOO_LONG = Code("E0108", "string too long", "a string may be at most {limit:,} characters long")
 LINE_TOO_LONG = Code("E0109", "line too long", "line {line} is longer than {limit:,} characters")
+BAD_HOLE = Code("E0111", "malformed hole", "`{text}` in a finding's sentence is not a quantity")
 TOO_DEEP = Code("E0110", "nested too deeply", "the syntax is nested more than {limit} levels deep")
 # Names, kinds and imports
 UNKNOWN_NAME = Code("E0201", "unknown name", "unknown name `{name}`")

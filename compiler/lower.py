@@ -67,12 +67,21 @@ class Outcome:
     label: str | None
 
 
+@dataclass(frozen=True)
+class Stated:
+    """A finding whose condition holds, with the value of each hole (parallel to its holes)."""
+
+    finding: ir.Finding
+    values: tuple[Value, ...]
+
+
 @dataclass
 class Lowered:
     elaborated: ir.Elaborated
     values: dict[str, Value] = field(default_factory=dict)
     checks: list[Outcome] = field(default_factory=list)
     summary: list[Value] = field(default_factory=list)
+    findings: list[Stated] = field(default_factory=list)  # the findings that hold, with their holes' values
     _symbols: dict[str, Any] = field(default_factory=dict)
     _local: dict[str, Any] = field(default_factory=dict)
     _full: dict[str, Any] = field(default_factory=dict)
@@ -467,7 +476,21 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
             out.summary.append(evaluate(expr, out.values))
         except EvalError as exc:
             sink.add(_diagnostic(" ".join(expr.span.text.split()), expr.span, exc))
+    out.findings = _findings(elaborated, out.values)
     return out
+
+
+def _findings(elaborated: ir.Elaborated, values: dict[str, Value]) -> list[Stated]:
+    """The findings whose condition holds. One that cannot be evaluated (a hole with no value
+    for this plan) is a statement the document does not make, not an error."""
+    stated = []
+    for f in elaborated.findings:
+        try:
+            if evaluate(f.expr, values):
+                stated.append(Stated(f, tuple(evaluate(p.expr, values) for p in f.parts if isinstance(p, ir.Hole))))
+        except EvalError:
+            continue
+    return stated
 
 
 _HELP = {

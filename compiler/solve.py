@@ -108,6 +108,11 @@ class TableAnswer:
     plot_columns: tuple[int, ...] = ()  # a search's plotted axes: their indices into `columns`
     pareto: list[int] = field(default_factory=list)  # indices into rows
     evaluated: int = 0
+    feasible: int = 0  # a search's configurations that meet its constraints
+    objective_node: str = ""  # a search's objective, when it is a quantity of the plan
+    # a search's axes as the plan declares them: (the static choice's name, or "" and the node
+    # that holds the declared number), parallel to `axes`
+    declared: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -899,6 +904,11 @@ class _Solver:
         table.pareto = [shown.index(bi) for bi in front]  # indices into rows
         axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
         table.axes = axis_names
+        table.feasible = len(feasible)
+        table.objective_node = node_id if node_id in self.base.values else ""
+        statics = self.base.elaborated.statics
+        table.declared = [(_static_label(statics.get(f"{t[0]}.{t[1]}")), "") for t, _ in static_axes]
+        table.declared += [("", n) if n in self.base.values else ("", "") for n, _ in numeric_axes]
         if ranked:
             table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))
         table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
@@ -1312,6 +1322,13 @@ def _expr_key(e: ast.Expr) -> Any:
     if isinstance(e, ast.Name):
         return ("name", e.id)
     return ("text", " ".join(e.span.text.split()))
+
+
+def _static_label(key: str | None) -> str:
+    """The name a static choice is written with: `fp8` for `dtype.fp8`, `h100_sxm` for an instance."""
+    if key is None:
+        return ""
+    return key.removeprefix("instance ").rsplit(".", 1)[-1]
 
 
 def _label(e: ast.Expr) -> str:

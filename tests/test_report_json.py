@@ -62,6 +62,15 @@ def test_bindings_are_documented(report: dict) -> None:
         assert all(f"`{k}`" in text for k in choice), sorted(choice)
 
 
+def test_decision_is_documented(report: dict) -> None:
+    documented = _documented()
+    assert documented["decision"] == set(report["decision"])
+    sentences = [x for part in report["decision"].values() for x in part]
+    assert sentences and all(set(x) == documented["sentence"] for x in sentences)
+    numbers = [n for x in sentences for n in x["numbers"]]
+    assert numbers and all(set(n) == {"text", "quantity"} and n["text"] in x["text"] for x in sentences for n in x["numbers"])
+
+
 def test_specifications_are_listed_apart_from_the_assumptions(report: dict) -> None:
     """The ledger opens with what a reviewer may question; the models' architecture, the
     datasheet figures and the enumerations' attributes follow as specifications."""

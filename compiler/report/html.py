@@ -23,7 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 from .mathhtml import latex_to_html
-from .placement import PARTS, place
+from .placement import BODY, PARTS, place
 from .placement import parts as document_parts
 from .templating import environment, template_source
 from .view import DocumentView, QuantityView, QuestionView
@@ -79,15 +79,17 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
     anchors = _Anchors()
     fixed = document_parts(doc)
     placed = place(figures, doc)
+    body = [p for p in fixed if p in BODY]
     if ("part", ":figures") in placed:  # figures with no other place close the body, before the appendix
-        fixed.insert(fixed.index(":source") if ":source" in fixed else len(fixed), ":figures")
-    parts = {p: anchors.new(PARTS[p]) for p in fixed}
-    sections = {s.title: anchors.new(s.anchor or s.title) for s in doc.sections}
-    toc = [TocEntry(parts[p], PARTS[p]) for p in fixed[:2]]
-    toc += [TocEntry(sections[s.title], s.title) for s in doc.sections]
-    toc += [TocEntry(parts[p], PARTS[p]) for p in fixed[2:]]
-    quantities = {q.id: anchors.new("q-" + q.id)
-                  for q in [*doc.assumptions, *doc.specifications, *(q for s in doc.sections for q in s.quantities)]}
+        body.append(":figures")
+    appendix = [p for p in fixed if p not in BODY]
+    parts = {p: anchors.new(PARTS[p]) for p in body + appendix}
+    sections = {s.title: anchors.new(s.anchor or s.title) for s in doc.sections} if appendix else {}
+    toc = [TocEntry(parts[p], PARTS[p]) for p in body + appendix[:1]]
+    toc += [TocEntry(sections[s.title], s.title) for s in doc.sections if s.title in sections]
+    toc += [TocEntry(parts[p], PARTS[p]) for p in appendix[1:]]
+    quantities = {q.id: anchors.new("q-" + q.id) for q in [*doc.assumptions, *doc.specifications,
+                  *(q for s in doc.sections for q in s.quantities)] if q.id in doc.linked}
     question_anchors = [anchors.new("question-" + q.title) for q in doc.questions]
     views = {key: [_figure(f, anchors.new("figure-" + f.name), n) for n, f in figs] for key, figs in placed.items()}
     return Page(
@@ -99,7 +101,7 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
         quantities=quantities,
         question_anchors=question_anchors,
         answers=[(a, q) for a, q in zip(question_anchors, doc.questions) if q.result],
-        derivations={q.id: _derivation(q) for s in doc.sections for q in s.quantities},
+        derivations={q.id: _derivation(q) for s in doc.sections for q in s.quantities} if appendix else {},
         part_figures={k[1]: v for k, v in views.items() if k[0] == "part"},
         section_figures={k[1]: v for k, v in views.items() if k[0] == "section"},
         sensitivity_figures={k[1]: v for k, v in views.items() if k[0] == "sensitivity"},

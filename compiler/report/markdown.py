@@ -33,6 +33,19 @@ def md(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
+def md_part(text: object) -> str:
+    """`md` for a piece of a sentence: a space at either end is kept, since pieces join."""
+    s = str(text)
+    lead = " " if s[:1].isspace() else ""
+    trail = " " if s[-1:].isspace() and s.strip() else ""
+    return lead + md(s) + trail
+
+
+def anchor(quantity: object) -> str:
+    """The fragment id of a quantity's derivation (the same as the HTML page's)."""
+    return "q-" + (re.sub(r"[^a-z0-9]+", "-", str(quantity).lower()).strip("-") or "part")
+
+
 def code(text: object) -> str:
     """Inline code that survives backticks inside the text: its fence is one backtick longer than
     the longest run of backticks in it (CommonMark), padded with spaces when the text has any."""
@@ -54,6 +67,8 @@ def _env() -> jinja2.Environment:
     env = environment(autoescape=False)
     env.filters["md"] = md
     env.filters["code"] = code
+    env.filters["md_part"] = md_part
+    env.filters["anchor"] = anchor
     env.filters["verbatim"] = verbatim
     return env
 

@@ -1,8 +1,9 @@
 """Where each figure goes in the document, for every format that shows figures.
 
-Contract: `parts(doc)` lists the fixed parts the document has, in order (`:summary`,
-`:assumptions`, then `:checks`, `:questions`, `:sensitivity`, `:source` when present); `place(figures,
-doc)` groups figures by where they go: `("part", ":summary")`, `("section", "Memory")` (a section
+Contract: `parts(doc)` lists the fixed parts the document has, in order: the body (`:summary`,
+the decision, then `:questions` and `:sensitivity` when present), then the appendix unless the
+document is brief (`:assumptions`, the plan's sections between it and `:checks`, `:source`);
+`BODY` names the parts of the body. `place(figures, doc)` groups figures by where they go: `("part", ":summary")`, `("section", "Memory")` (a section
 title of the plan), or `("sensitivity", "chat.devices")` for the sensitivity chart of one target;
 a figure whose place the document does not have goes to `("part", ":figures")`, a closing part.
 Figures keep their order, and each comes with its index among all figures.
@@ -29,20 +30,22 @@ FIGURE_PLACES: tuple[tuple[str, str], ...] = (
 )
 # The fixed parts of the document, in order, with their titles (section titles come between
 # assumptions and checks).
-PARTS = {":summary": "Summary", ":assumptions": "Assumptions", ":checks": "Checks",
+PARTS = {":summary": "Decision", ":assumptions": "Assumptions", ":checks": "Checks",
          ":questions": "Questions", ":sensitivity": "Sensitivity", ":source": "Appendix: plan source",
          ":figures": "Figures"}
+BODY = (":summary", ":questions", ":sensitivity", ":figures")
 
 
 def parts(doc: DocumentView) -> list[str]:
-    return [":summary", ":assumptions"] + [p for p, present in (
-        (":checks", doc.checks), (":questions", doc.questions), (":sensitivity", doc.sensitivities),
-        (":source", doc.source)) if present]
+    body = [":summary"] + [p for p, present in ((":questions", doc.questions), (":sensitivity", doc.sensitivities)) if present]
+    if doc.brief:
+        return body
+    return body + [":assumptions"] + [p for p, present in ((":checks", doc.checks), (":source", doc.source)) if present]
 
 
 def place(figures: Iterable[Any], doc: DocumentView) -> dict[tuple[str, str], list[tuple[int, Any]]]:
     fixed = set(parts(doc))
-    sections = {s.title for s in doc.sections}
+    sections = {s.title for s in doc.sections} if not doc.brief else set()
     by_slug = {"sensitivity-" + slug(s.target): s.target for s in sorted(doc.sensitivities, key=lambda s: s.target)}
     placed: dict[tuple[str, str], list[tuple[int, Any]]] = {}
     for n, fig in enumerate(figures):

@@ -1,6 +1,7 @@
 """View models: everything a template shows, already formatted. Templates compute nothing.
 
-Contract: `build_document(compilation) -> DocumentView` for a compilation without errors.
+Contract: `build_document(compilation, brief=False) -> DocumentView` for a compilation without
+errors (`brief`: the body only, the decision and the answers, without the audit appendix).
 Each quantity carries its formula (LaTeX, names as written or their declared symbols), the same
 formula with values and units substituted, the result with a human unit (and the exact value
 in base units when it is an integer), its source or the flag "assumption", and the plan line
@@ -24,6 +25,7 @@ from ..semantics import ir
 from ..semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
 from ..source import Span
 from . import latex
+from .decision import DecisionView, build_decision
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class SectionView:
     title: str
     anchor: str
     quantities: tuple[QuantityView, ...]
+    # derived quantities that are zero, or a factor of one, for this plan (no experts, no pipeline,
+    # no draft model): named, not derived, so that the derivations are the ones that matter
+    omitted: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,15 @@ class SensitivityView:
     entries: tuple[tuple[str, str], ...]  # (input, elasticity)
 
 
+@dataclass(frozen=True)
+class SensitivityMatrix:
+    """The elasticities of every headline to the inputs that move one of them most: one row per
+    input (largest effect first), one column per headline ("—": the input does not move it)."""
+
+    targets: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[str, ...]], ...]
+
+
 @dataclass
 class DocumentView:
     title: str
@@ -139,6 +153,7 @@ class DocumentView:
     checks: list[CheckView] = field(default_factory=list)
     questions: list[QuestionView] = field(default_factory=list)
     sensitivities: list[SensitivityView] = field(default_factory=list)
+    sensitivity_matrix: SensitivityMatrix | None = None
     # what binds the headline: (quantity, max/min, branch in effect, its value, the other branches)
     bindings: tuple[tuple[str, str, str, str, str], ...] = ()
     bindings_target: str = ""
@@ -146,6 +161,9 @@ class DocumentView:
     source: str = ""  # the plan's text, shown in the appendix
     source_fence: str = "```"  # a Markdown fence longer than any run of backticks in it
     warnings: list[str] = field(default_factory=list)
+    decision: DecisionView = field(default_factory=DecisionView)
+    brief: bool = False  # the body only: no appendix (assumptions, derivations, checks in full, plan source)
+    linked: frozenset[str] = frozenset()  # quantities whose derivation the document shows (numbers link there)
 
     @property
     def failed_checks(self) -> int:
@@ -379,7 +397,25 @@ def _anchor(title: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")
 
 
-def build_document(compilation: Compilation) -> DocumentView:
+MAX_CHOICES = 12  # rows of a solved quantity's choices in the body
+
+
+def _sensitivity_matrix(sensitivities: list[Any], top: int = 5) -> SensitivityMatrix | None:
+    if not sensitivities:
+        return None
+    tables = [dict(s.entries) for s in sensitivities]
+    inputs = {name for s in sensitivities for name, _ in s.entries[:top]}
+    order = sorted(inputs, key=lambda n: (-max(abs(t.get(n, 0.0)) for t in tables), n))
+    return SensitivityMatrix(tuple(s.target for s in sensitivities),
+                             tuple((n, tuple(f"{t[n]:+.3g}" if n in t else "—" for t in tables)) for n in order))
+
+
+def _trivial(q: QuantityView) -> bool:
+    """A derived quantity that is zero for this plan, or a plain factor of exactly one."""
+    return not q.is_input and q.dim != "bool" and (q.value == 0 or (q.dim == "1" and q.value == 1))
+
+
+def build_document(compilation: Compilation, brief: bool = False) -> DocumentView:
     lowered = compilation.lowered
     assert lowered is not None
     el = lowered.elaborated
@@ -395,7 +431,13 @@ def build_document(compilation: Compilation) -> DocumentView:
     for q in quantities:
         if not q.is_input:
             sections.setdefault(q.section, []).append(q)
-    doc.sections = [SectionView(t, _anchor(t), tuple(qs)) for t, qs in sections.items()]
+    # what the document states in the body stays derived, whatever its value
+    headline = {r for e in [*el.summary, *(c.expr for c in el.checks),
+                            *(p.expr for s in lowered.findings for p in s.finding.parts if isinstance(p, ir.Hole))]
+                for r in ir.refs(e)}
+    doc.sections = [SectionView(t, _anchor(t), tuple(q for q in qs if not _trivial(q) or q.id in headline),
+                                tuple(q.id for q in qs if _trivial(q) and q.id not in headline))
+                    for t, qs in sections.items()]
     doc.checks = [b.check(o, c, i) for i, (o, c) in enumerate(zip(lowered.checks, el.checks))]
     doc.summary = [
         SummaryView(expr.span.text, b.format(value, expr.dim, _unit_of(expr, el)), location(expr.span),
@@ -417,6 +459,7 @@ def build_document(compilation: Compilation) -> DocumentView:
         SensitivityView(s.target, tuple((n, f"{e:+.3g}") for n, e in s.entries[:8]))
         for s in compilation.sensitivities if s.entries  # a result no assumption moves has no table
     ]
+    doc.sensitivity_matrix = _sensitivity_matrix([s for s in compilation.sensitivities if s.entries])
     doc.bindings = _choice_rows(getattr(compilation, "bindings", []), b)
     summary_refs = [e for e in el.summary if isinstance(e, ir.Ref)]
     doc.bindings_target = summary_refs[0].node if doc.bindings and summary_refs else ""
@@ -424,6 +467,10 @@ def build_document(compilation: Compilation) -> DocumentView:
     longest = max((len(run) for run in re.findall(r"`+", doc.source)), default=0)
     doc.source_fence = "`" * max(3, longest + 1)
     doc.warnings = [d.message for d in compilation.diagnostics if not d.is_error]
+    doc.decision = build_decision(compilation, b)
+    doc.brief = brief
+    doc.linked = frozenset() if brief else frozenset(
+        q.id for q in [*doc.assumptions, *doc.specifications, *(q for s in doc.sections for q in s.quantities)])
     return doc
 
 
@@ -517,10 +564,13 @@ def _solve_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     show = lambda v: b.format(v, node.dim, node.unit) if v is not None else "undefined"  # noqa: E731
     if ans.low is None and ans.high is None:  # a derived quantity and the choices behind it
         rows = _choice_rows(ans.choices, b)
+        notes = ("each max, min and if in the formulas the quantity is computed from, with the branch in effect at "
+                 "the plan's values; the first row is the nearest",) if rows else ()
+        if len(rows) > MAX_CHOICES:  # the rest are further from the result; each formula in the appendix shows its own
+            notes += (f"the {MAX_CHOICES} nearest of {len(rows)}; the derivations in the appendix show every other",)
         return QuestionView(**base, result=f"{ans.unknown} = {show(ans.value)}",
-                            headers=("quantity", "choice", "in effect", "value", "instead of"), rows=tuple(rows),
-                            notes=("each max, min and if in the formulas the quantity is computed from, with the "
-                                   "branch in effect at the plan's values; the first row is the nearest",) if rows else ())
+                            headers=("quantity", "choice", "in effect", "value", "instead of"),
+                            rows=tuple(rows[:MAX_CHOICES]), notes=notes)
     low, high = ans.low, ans.high
     result = f"{ans.unknown} from {show(low.value)} to {show(high.value) if high.value is not None else 'no upper limit'}"
     ends = []
@@ -579,6 +629,10 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "uncertainty": asdict(doc.uncertainty) if doc.uncertainty else None,
         "warnings": doc.warnings,
         "source": doc.source,
+        "decision": {part: [{"text": x.text, "kind": x.kind, "subject": x.subject, "location": x.location, "group": x.group,
+                              "numbers": [{"text": t, "quantity": n} for t, n in x.parts if n]}
+                             for x in getattr(doc.decision, part)]
+                     for part in ("deploy", "findings", "risks")},
     }
 
 

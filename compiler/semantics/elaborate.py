@@ -50,6 +50,7 @@ class Kind:
     parent: Kind | None
     fields: dict[str, FieldSpec] = field(default_factory=dict)
     requires: list[ast.RequireDecl] = field(default_factory=list)
+    findings: list[tuple[ast.FindingDecl, str | None]] = field(default_factory=list)  # with their section
 
     def is_a(self, other: Kind) -> bool:
         kind: Kind | None = self
@@ -338,6 +339,7 @@ class Elaborator:
         if parent is not None:
             kind.fields.update(parent.fields)
             kind.requires.extend(parent.requires)
+            kind.findings.extend(parent.findings)
         self._collect_items(kind, decl.items, None)
         self.kinds[name] = kind
         return kind
@@ -351,6 +353,8 @@ class Elaborator:
                 self._collect_items(kind, item.items, item.title)
             elif isinstance(item, ast.RequireDecl):
                 kind.requires.append(item)
+            elif isinstance(item, ast.FindingDecl):
+                kind.findings.append((item, section))
             else:
                 previous = kind.fields.get(item.name)
                 if previous is not None and previous.owner == kind.name:
@@ -725,6 +729,41 @@ class Elaborator:
                 if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ir.BOOL:
                     target = self.out.advisories if req.advisory else self.out.requirements
                     target.append(ir.Requirement(inst.name, value, req.message, req.span, self._blame(inst, value)))
+            for finding, section in inst.kind.findings:
+                self._finding(inst, finding, section)
+
+    def _finding(self, inst: Instance, decl: ast.FindingDecl, section: str | None) -> None:
+        """A kind's `finding`, for one instance: its condition a verdict, each hole a quantity
+        (a percentage only of a fraction)."""
+        cond = self.expr(decl.expr, inst)
+        if cond is None:
+            return
+        if isinstance(cond, ir.StaticBool):  # settled by the plan's choices (`static_batching`)
+            if not cond.value:
+                return
+            cond = ir.Lit(Fraction(1), ir.BOOL, cond.span, "true")
+        if not (isinstance(cond, (ir.Lit, ir.Ref, ir.Op)) and cond.dim == ir.BOOL):
+            self.sink.add(dx.WRONG_TYPE.at(decl.expr.span, "not a verdict", expected="a verdict (a comparison or a bool)",
+                                           found=describe(cond), help="a finding is stated when its condition holds"))
+            return
+        parts: list[str | ir.Hole] = []
+        for part in decl.parts:
+            if isinstance(part, str):
+                parts.append(part)
+                continue
+            value = self.expr(part.expr, inst)
+            if value is None:
+                return
+            if not (isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and isinstance(value.dim, Dim)):
+                self.sink.add(dx.WRONG_TYPE.at(part.span, "not a quantity", expected="a quantity", found=describe(value),
+                                               help="a hole shows a number with its unit: name a quantity"))
+                return
+            if part.percent and value.dim != DIMENSIONLESS:
+                self.sink.add(dx.WRONG_TYPE.at(part.span, "not a fraction", expected="a dimensionless fraction for `:%`",
+                                               found=f"a quantity in {value.dim}", help="drop `:%` to show it with its unit"))
+                return
+            parts.append(ir.Hole(value, part.percent, part.span))
+        self.out.findings.append(ir.Finding(inst.name, cond, tuple(parts), decl.span, section or ""))
 
     def _blame(self, inst: Instance, value: ir.Expr) -> Span:
         """The user's assignment a failed requirement is most likely about: the first input the

@@ -109,6 +109,26 @@ class Requirement:
 
 
 @dataclass(frozen=True, slots=True)
+class Hole:
+    """A number in a finding's sentence: a quantity (`percent`: a fraction shown in %)."""
+
+    expr: Expr
+    percent: bool
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A kind's `finding`, instantiated for one instance: stated when `expr` holds."""
+
+    instance: str
+    expr: Expr
+    parts: tuple[str | Hole, ...]
+    span: Span
+    section: str = ""  # the kind's section it is declared in: the group the document states it under
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     expr: Expr
     label: str | None
@@ -121,6 +141,7 @@ class Elaborated:
     order: list[str] = field(default_factory=list)
     requirements: list[Requirement] = field(default_factory=list)
     advisories: list[Requirement] = field(default_factory=list)  # `advise`: a warning when it fails
+    findings: list[Finding] = field(default_factory=list)  # `finding`: stated in the report when it holds
     checks: list[Check] = field(default_factory=list)
     summary: list[Expr] = field(default_factory=list)
     instances: list[str] = field(default_factory=list)  # in the order they were first reached

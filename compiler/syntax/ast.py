@@ -259,13 +259,33 @@ class RequireDecl:
 
 
 @dataclass(frozen=True)
+class Hole:
+    """`{path}` or `{path:%}` in a finding's sentence: the value of a quantity, linked to its
+    derivation (`%`: a fraction shown as a percentage)."""
+
+    span: Span
+    expr: Expr
+    percent: bool = False
+
+
+@dataclass(frozen=True)
+class FindingDecl:
+    """`finding cond "sentence"`: a sentence the design document states when `cond` holds; its
+    holes are quantities, so the sentence changes when the numbers do and is never free text."""
+
+    span: Span
+    expr: Expr
+    parts: tuple[str | Hole, ...]
+
+
+@dataclass(frozen=True)
 class Section:
     span: Span
     title: str
     items: tuple[KindItem, ...]
 
 
-KindItem = Union[InputDecl, DeriveDecl, RequireDecl, Section]
+KindItem = Union[InputDecl, DeriveDecl, RequireDecl, FindingDecl, Section]
 
 
 @dataclass(frozen=True)

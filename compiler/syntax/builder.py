@@ -28,6 +28,9 @@ def build(tree: Tree[Token], file: SourceFile) -> tuple[ast.Module, list[dx.Diag
     return module, builder.problems
 
 
+_HOLE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*(:\s*%)?\s*")
+
+
 def _unquote(token: Token) -> str:
     """A string's text: `\\"` is a quote and `\\\\` a backslash; any other backslash is kept as
     written, so that LaTeX symbols read as they are typed (`symbol "\\alpha"`, `"\\theta"`, `"\\nu"`)."""
@@ -120,6 +123,39 @@ class _Builder(Transformer[Token, Any]):
     def advise_decl(self, meta: LarkMeta, children: list[Any]) -> ast.RequireDecl:
         expr, message = children
         return ast.RequireDecl(self._span(meta), expr, _opt_str(message), advisory=True)
+
+    def finding_decl(self, meta: LarkMeta, children: list[Any]) -> ast.FindingDecl:
+        expr, sentence = children
+        return ast.FindingDecl(self._span(meta), expr, self._sentence(sentence))
+
+    def _sentence(self, token: Token) -> tuple[str | ast.Hole, ...]:
+        """A finding's text split at its `{path}` holes; each hole's path is a name or an
+        attribute chain with its own span, so an unknown name is reported inside the string."""
+        raw, start = str(token), (token.start_pos or 0)
+        parts: list[str | ast.Hole] = []
+        at = 1
+        for m in re.finditer(r"\{([^{}]*)\}", raw):
+            if m.start() > at:
+                parts.append(re.sub(r'\\(["\\])', r"\1", raw[at:m.start()]))
+            at = m.end()
+            hole = _HOLE.fullmatch(m.group(1))
+            span = Span(self.file, start + m.start(), start + m.end())
+            if hole is None:
+                self.problems.append(dx.BAD_HOLE.at(
+                    span, "not a quantity", text=m.group(0),
+                    help="a hole names a quantity, `{batch}` or `{hardware.memory}`, optionally as a percentage: `{prefill_share:%}`"))
+                continue
+            pos = start + m.start(1) + hole.start(1)
+            expr: ast.Expr | None = None
+            for name in hole.group(1).split("."):
+                name_span = Span(self.file, pos, pos + len(name))
+                expr = ast.Name(name_span, name) if expr is None else ast.Attribute(expr.span.to(name_span), expr, name, name_span)
+                pos += len(name) + 1
+            assert expr is not None
+            parts.append(ast.Hole(span, expr, percent=hole.group(2) is not None))
+        if at < len(raw) - 1:
+            parts.append(re.sub(r'\\(["\\])', r"\1", raw[at:-1]))
+        return tuple(parts)
 
     def bool_type(self, meta: LarkMeta, children: list[Any]) -> ast.BoolType:
         return ast.BoolType(self._span(meta))

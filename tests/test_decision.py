@@ -1,0 +1,181 @@
+"""The decision section: sentences computed from the records, true for every example.
+
+A `finding` is stated when its condition holds, with its holes filled by the values of the
+quantities they name. These tests check that on every example each sentence the document states
+is true (its condition holds when re-evaluated by the vectorised evaluator, an implementation
+independent of the exact one that chose it, and each number in it is the value of the quantity
+it links to), that each finding left out is false, that the sentences about the search and the
+checks say what their records say, and that the language reports bad findings at the user's line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planc.pipeline import Compilation, compile_plan
+from planc.report.decision import percent
+from planc.report.markdown import render_markdown
+from planc.report.view import build_document
+from planc.semantics import ir
+from planc.vector import evaluate
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((REPO / "examples").glob("*.plan"))
+FLAGSHIP = REPO / "examples" / "100m_dau.plan"
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict[str, Compilation]:
+    return {e.stem: compile_plan(e) for e in EXAMPLES}
+
+
+def _vector_values(c: Compilation) -> dict[str, np.ndarray]:
+    assert c.lowered is not None
+    return {k: np.asarray(float(v)) for k, v in c.lowered.values.items()}
+
+
+@pytest.mark.parametrize("example", [e.stem for e in EXAMPLES])
+def test_every_stated_finding_holds_and_every_other_does_not(example: str, compiled: dict[str, Compilation]) -> None:
+    c = compiled[example]
+    assert c.ok and c.lowered is not None
+    values = _vector_values(c)
+    stated = {id(s.finding) for s in c.lowered.findings}
+    for f in c.lowered.elaborated.findings:
+        holes = [p.expr for p in f.parts if isinstance(p, ir.Hole)]
+        if not all(all(r in values for r in ir.refs(h)) for h in holes):
+            continue
+        holds = bool(evaluate(f.expr, values))
+        assert holds == (id(f) in stated), (f.instance, f.span.location(), holds)
+
+
+@pytest.mark.parametrize("example", [e.stem for e in EXAMPLES])
+def test_every_number_in_a_finding_is_the_value_of_its_quantity(example: str, compiled: dict[str, Compilation]) -> None:
+    c = compiled[example]
+    assert c.lowered is not None
+    doc = build_document(c)
+    by_text = {x.text: x for x in doc.decision.findings}
+    assert len(by_text) == len(doc.decision.findings) or doc.decision.several
+    texts = {q.id: q.text for q in [*doc.assumptions, *doc.specifications, *(q for s in doc.sections for q in s.quantities)]}
+    for stated, sentence in zip(c.lowered.findings, doc.decision.findings):
+        holes = [p for p in stated.finding.parts if isinstance(p, ir.Hole)]
+        numbers = [(t, n) for t, n in sentence.parts if n]
+        assert len(numbers) == len(holes)  # in the stdlib every hole names a quantity
+        for (text, node), hole, value in zip(numbers, holes, stated.values):
+            assert isinstance(hole.expr, ir.Ref) and hole.expr.node == node
+            expected = percent(float(value)) if hole.percent else texts.get(node)
+            if expected is not None:
+                assert text == expected, (node, text, expected)
+            assert math.isclose(float(value), float(c.lowered.values[node]), rel_tol=1e-12)
+
+
+def test_the_flagship_states_its_regime_sizing_and_memory(compiled: dict[str, Compilation]) -> None:
+    doc = build_document(compiled["100m_dau"])
+    text = " ".join(x.text for x in doc.decision.findings)
+    assert "Decode is memory-bound" in text and "Prefill is compute-bound" in text
+    assert "Throughput at the peak sizes the fleet: 3,614 replicas" in text
+    assert "A rolling update at the peak overloads the fleet" in text
+    groups = [title for title, _ in doc.decision.groups]
+    assert groups == ["Why", "Out of memory", "Production"]
+    # exactly one of each pair of opposite findings
+    assert text.count("Decode is memory-bound") + text.count("Decode is compute-bound") == 1
+    assert text.count("A rolling update at the peak") == 1
+
+
+def test_the_tightest_margin_is_the_smallest_of_the_passing_checks(compiled: dict[str, Compilation]) -> None:
+    c = compiled["100m_dau"]
+    assert c.lowered is not None
+    doc = build_document(c)
+    slack = []
+    for outcome, check in zip(c.lowered.checks, doc.checks):
+        if outcome.holds and outcome.right:
+            slack.append((float(outcome.right - outcome.left) / abs(float(outcome.right)), check.label))
+    assert slack
+    tightest = min(slack)
+    risk = doc.decision.risks[0].text
+    assert risk.startswith(f"The tightest margin is the check “{tightest[1]}”")
+    assert risk.endswith(f"{percent(tightest[0])} to spare.")
+
+
+def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: dict[str, Compilation]) -> None:
+    c = compiled["100m_dau"]
+    doc = build_document(c)
+    search = next(a for a in c.answers if getattr(a, "kind", "") == "search")
+    feasible = [values[0] for _, values in search.rows if not values[1]]
+    assert search.rows[search.best][1][0] == min(feasible)
+    first, declared = (x.text for x in doc.decision.deploy)
+    assert f"({search.evaluated} configurations, {search.feasible} of them meeting its constraints)" in first
+    assert search.best_setting in first
+    # the declared plan (the engine's 8,192-token chunk) costs what the search's best does
+    assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) is one of the best")
+
+
+def test_a_declared_plan_worse_than_the_search_says_by_how_much(compile_text: Callable[..., Compilation]) -> None:
+    text = FLAGSHIP.read_text(encoding="utf-8").replace("  weights = fp8\n", "  weights = bf16\n")
+    c = compile_text(text)
+    assert c.ok, c.diagnostics
+    doc = build_document(c)
+    declared = doc.decision.deploy[1].text
+    search = next(a for a in c.answers if getattr(a, "kind", "") == "search")
+    best = search.rows[search.best][1][0]
+    assert c.lowered is not None
+    mine = float(c.lowered.values["chat.cost_per_month"])
+    assert mine > best
+    assert declared.startswith("The plan as declared (weights = bf16, tensor_parallel = 4")
+    assert f"{percent((mine - best) / best)} more: the search's choice saves" in declared
+
+
+def test_links_resolve_and_the_brief_document_has_no_appendix(compiled: dict[str, Compilation]) -> None:
+    c = compiled["100m_dau"]
+    full = render_markdown(build_document(c))
+    anchors = set(re.findall(r'<a id="([^"]+)"></a>', full))
+    links = set(re.findall(r"\]\(#([^)]+)\)", full))
+    assert links and links <= anchors, links - anchors
+    brief = render_markdown(build_document(c, brief=True))
+    assert "## Decision" in brief and "## Assumptions" not in brief and "## Memory" not in brief
+    assert "](#" not in brief  # nothing to link to
+    assert brief.count("\n") < full.count("\n") / 5
+
+
+# ---- the language --------------------------------------------------------------------------
+
+KIND = '''
+kind server {
+  input requests: requests/s
+  input capacity: requests/s
+  derive utilization: count = requests / capacity "share of the capacity in use"
+  %s
+}
+server web { requests = 80 requests/s; capacity = 100 requests/s }
+'''
+
+
+def _stated(c: Compilation) -> list[str]:
+    assert c.lowered is not None, c.diagnostics
+    return [build_document(c).decision.findings[i].text for i in range(len(c.lowered.findings))]
+
+
+def test_a_finding_is_stated_with_its_numbers_when_it_holds(compile_text: Callable[..., Compilation]) -> None:
+    c = compile_text(KIND % '''finding utilization < 0.9 "Busy: {utilization:%} of {capacity}; \\"ok\\"."
+  finding utilization >= 0.9 "Saturated."''')
+    assert _stated(c) == ['Busy: 80 % of 100 requests/s; "ok".']
+
+
+@pytest.mark.parametrize(("finding", "code", "where"), [
+    ('finding true "At {nothing}."', "E0201", "nothing"),
+    ('finding true "At {requests / capacity}."', "E0111", "{requests / capacity}"),
+    ('finding true "At {requests:%}."', "E0303", "{requests:%}"),
+    ('finding requests "At {requests}."', "E0303", "requests"),
+])
+def test_a_bad_finding_is_a_diagnostic_at_its_text(compile_text: Callable[..., Compilation], finding: str, code: str,
+                                                     where: str) -> None:
+    c = compile_text(KIND % finding)
+    errors = [d for d in c.diagnostics if d.is_error]
+    assert [d.code for d in errors] == [code]
+    span = errors[0].primary.span
+    assert span.text == where
