@@ -72,6 +72,8 @@ def erlang_c_many(servers: Any, load: Any) -> Any:
     import numpy as np
 
     c_in, a = np.broadcast_arrays(np.asarray(servers, dtype=float), np.asarray(load, dtype=float))
+    if c_in.ndim == 0:  # one point (a scalar in a vectorised evaluation): the same, as an array of one
+        return erlang_c_many(c_in.reshape(1), a.reshape(1))[0]
     with np.errstate(all="ignore"):
         c = np.floor(c_in)
         valid = np.isfinite(c) & np.isfinite(a) & (c >= 1) & (c <= MAX_SERVERS) & (a >= 0)

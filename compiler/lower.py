@@ -75,6 +75,15 @@ class Stated:
     values: tuple[Value, ...]
 
 
+@dataclass(frozen=True)
+class Offered:
+    """A lever that applies to the plan, with the values of the holes of what it takes and of its gate."""
+
+    lever: ir.Lever
+    takes: tuple[Value, ...]
+    gate: tuple[Value, ...]
+
+
 @dataclass
 class Lowered:
     elaborated: ir.Elaborated
@@ -82,6 +91,7 @@ class Lowered:
     checks: list[Outcome] = field(default_factory=list)
     summary: list[Value] = field(default_factory=list)
     findings: list[Stated] = field(default_factory=list)  # the findings that hold, with their holes' values
+    levers: list[Offered] = field(default_factory=list)  # the levers that apply to this plan
     _symbols: dict[str, Any] = field(default_factory=dict)
     _local: dict[str, Any] = field(default_factory=dict)
     _full: dict[str, Any] = field(default_factory=dict)
@@ -477,7 +487,23 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
         except EvalError as exc:
             sink.add(_diagnostic(" ".join(expr.span.text.split()), expr.span, exc))
     out.findings = _findings(elaborated, out.values)
+    out.levers = _levers(elaborated, out.values)
     return out
+
+
+def _levers(elaborated: ir.Elaborated, values: dict[str, Value]) -> list[Offered]:
+    """The levers whose condition holds (or that have none)."""
+    def holes(parts: tuple[str | ir.Hole, ...]) -> tuple[Value, ...]:
+        return tuple(evaluate(p.expr, values) for p in parts if isinstance(p, ir.Hole))
+
+    offered = []
+    for lever in elaborated.levers:
+        try:
+            if lever.cond is None or evaluate(lever.cond, values):
+                offered.append(Offered(lever, holes(lever.takes), holes(lever.gate)))
+        except EvalError:
+            continue
+    return offered
 
 
 def _findings(elaborated: ir.Elaborated, values: dict[str, Value]) -> list[Stated]:

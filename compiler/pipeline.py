@@ -28,8 +28,17 @@ class Compilation:
     answers: list[Any] = field(default_factory=list)  # solve.Answer
     sensitivities: list[Any] = field(default_factory=list)  # solve.Sensitivity
     bindings: list[Any] = field(default_factory=list)  # solve.Choice: what binds the headline
+    # every lever that applies, priced (solve.LeverAnswer): on first use, by the report — a check
+    # or a starter's validation does not pay for the variants
+    _levers: Any = None
     uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
     source: str = ""  # the plan's own text, for the report's appendix
+
+    @property
+    def levers(self) -> list[Any]:
+        if callable(self._levers):
+            self._levers = self._levers()
+        return self._levers or []
 
     @property
     def ok(self) -> bool:
@@ -66,7 +75,7 @@ def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
-                result.answers, result.sensitivities, result.bindings = answer(program, lowered, sink)
+                result.answers, result.sensitivities, result.bindings, result._levers = answer(program, lowered, sink)
             if not sink.has_errors and any(n.interval for n in elaborated.nodes.values()):
                 from .uncertainty import propagate
 

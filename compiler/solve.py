@@ -3,9 +3,13 @@ equation for an unknown, scenarios, comparisons, sweeps, searches — and the se
 the headline numbers.
 
 Contract
-- `answer(program, lowered, sink) -> (answers, sensitivities, bindings)` runs after lowering:
-  the answers in question order, the elasticities of each summary item, and the `max`/`min`
-  choices behind the headline (the first summary item). Every answer is a typed record the
+- `answer(program, lowered, sink) -> (answers, sensitivities, bindings, levers)` runs after
+  lowering: the answers in question order, the elasticities of each summary item, the
+  `max`/`min` choices behind the headline (the first summary item), and a function that prices
+  every lever that applies (the plan's, then its kinds'; called by the report, not by a check)
+  as a variant of the plan on the summary and the checks —
+  one that sets what another already did is priced once, as the first; one whose variant is not
+  a valid plan (no batch meets the SLOs) says why instead of a price, and is not an error. Every answer is a typed record the
   report formats; nothing here formats text for people except the algebra (LaTeX).
 - A question's `given`, a scenario's assignments and a sweep's points are *overrides*: they
   replace a field's definition, as an assignment in the plan would. Numeric overrides of
@@ -146,20 +150,32 @@ class SolveAnswer:
     high: AskAnswer | None = None
 
 
+@dataclass
+class LeverAnswer:
+    """A lever priced: the summary items and checks of its variant, parallel to the baseline's."""
+
+    offered: Any  # lower.Offered
+    columns: list[tuple[str, ir.Type, str | None]]  # the summary items, then the checks
+    baseline: list[Any]
+    values: list[Any] | None  # None: the variant is not a valid plan
+    reason: str = ""  # why not, in the compiler's words
+
+
 Answer = AskAnswer | TableAnswer | SolveAnswer
 
 
 # ---- the stage ----------------------------------------------------------------------------
 
 
-def answer(program: Program, lowered: Lowered, sink: dx.Sink) -> tuple[list[Answer], list[Sensitivity], list[Choice]]:
+def answer(program: Program, lowered: Lowered, sink: dx.Sink
+           ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]]]:
     solver = _Solver(program, lowered, sink)
     answers: list[Answer] = []
     for q in lowered.elaborated.questions:
         result = solver.question(q)
         if result is not None:
             answers.append(result)
-    return answers, solver.sensitivities(), solver.headline_choices()
+    return answers, solver.sensitivities(), solver.headline_choices(), solver.levers
 
 
 class _Solver:
@@ -571,6 +587,37 @@ class _Solver:
         table.notes.extend(self._binding_notes(variant))
         table.evaluated = 1
         return table
+
+    def levers(self) -> list[LeverAnswer]:
+        if not self.base.elaborated.summary:
+            return []
+        base = self.headline(self.base)
+        columns = [(label, dim, unit) for label, dim, unit, _ in base]
+        seen: set[tuple[Any, ...]] = set()
+        out = []
+        mine = [o for o in self.base.levers if not o.lever.instance]
+        for offered in mine + [o for o in self.base.levers if o.lever.instance]:
+            overrides = {t: e for t, e in offered.lever.targets if not self._unchanged(t, e)}
+            key = tuple(sorted((t, _expr_key(e)) for t, e in overrides.items()))
+            if not overrides or key in seen:
+                continue
+            seen.add(key)
+            variant, reason = self._quiet_variant(overrides, key)
+            out.append(LeverAnswer(offered, columns, [v for *_, v in base],
+                                   [v for *_, v in self.headline(variant)] if variant is not None else None, reason))
+        return out
+
+    def _quiet_variant(self, overrides: dict[tuple[str, str], ast.Expr], key: tuple[Any, ...]) -> tuple[Lowered | None, str]:
+        """`variant` for a lever: a variant that is not a valid plan is a reason, not a diagnostic."""
+        if self._variants.get(key) is not None:
+            return self._variants[key], ""
+        sink = dx.Sink()
+        elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides)
+        lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
+        if lowered is None or sink.has_errors:
+            return None, next(d.message for d in sink.items if d.is_error)
+        self._variants[key] = lowered
+        return lowered, ""
 
     def headline_choices(self) -> list[Choice]:
         """The `max`/`min` choices behind the first summary item: what binds the headline."""

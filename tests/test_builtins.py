@@ -59,6 +59,8 @@ def test_the_vectorised_form_agrees_with_the_scalar_one() -> None:
         assert v == pytest.approx(erlang_c(c, a), rel=1e-9, abs=1e-300), (c, a)
     # outside the domain: NaN, where the scalar form raises
     assert np.isnan(erlang_c_many(np.array([0.0, 4.0]), np.array([1.0, -1.0]))).all()
+    # one point given as scalars (a search evaluated at one configuration): the same value
+    assert float(erlang_c_many(np.float64(60), np.float64(59.9))) == pytest.approx(erlang_c(60, 59.9), rel=1e-9)
 
 
 @given(st.integers(1, 3000), st.floats(0.01, 1.2))

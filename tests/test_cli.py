@@ -147,9 +147,9 @@ def test_markdown_figures_are_files_beside_the_report(tmp_path: Path) -> None:
         path = tmp_path / unquote(link)
         assert path.parent.name == "my design.figures" and path.suffix == ".svg"
         assert path.read_text(encoding="utf-8").lstrip().startswith(("<?xml", "<svg"))
-    # each figure sits in its part: the roofline closes the Step physics section
+    # each figure sits in its part: the roofline in the body's figures, before the audit appendix
     roofline = text.index("chat-roofline.svg")
-    assert text.rfind("\n## ", 0, roofline) == text.index("\n## Step physics")
+    assert text.rfind("\n## ", 0, roofline) == text.index("\n## Figures") < text.index("\n## Assumptions")
     # the figures are as deterministic as the text
     first = {p.name: p.read_bytes() for p in (tmp_path / "my design.figures").iterdir()}
     assert run("compile", str(EXAMPLE), "--figures", "-o", str(out))[0] == 0

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from planc.pipeline import Compilation, compile_plan
 from planc.report.decision import percent
 from planc.report.markdown import render_markdown
@@ -81,7 +80,7 @@ def test_the_flagship_states_its_regime_sizing_and_memory(compiled: dict[str, Co
     assert "Throughput at the peak sizes the fleet: 3,614 replicas" in text
     assert "A rolling update at the peak overloads the fleet" in text
     groups = [title for title, _ in doc.decision.groups]
-    assert groups == ["Why", "Out of memory", "Production"]
+    assert groups == ["Why", "Kernels", "Out of memory", "Production"]
     # exactly one of each pair of opposite findings
     assert text.count("Decode is memory-bound") + text.count("Decode is compute-bound") == 1
     assert text.count("A rolling update at the peak") == 1
@@ -108,7 +107,7 @@ def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: 
     search = next(a for a in c.answers if getattr(a, "kind", "") == "search")
     feasible = [values[0] for _, values in search.rows if not values[1]]
     assert search.rows[search.best][1][0] == min(feasible)
-    first, declared = (x.text for x in doc.decision.deploy)
+    first, declared = (x.text for x in doc.decision.deploy[:2])
     assert f"({search.evaluated} configurations, {search.feasible} of them meeting its constraints)" in first
     assert search.best_setting in first
     # the declared plan (the engine's 8,192-token chunk) costs what the search's best does
@@ -179,3 +178,77 @@ def test_a_bad_finding_is_a_diagnostic_at_its_text(compile_text: Callable[..., C
     assert [d.code for d in errors] == [code]
     span = errors[0].primary.span
     assert span.text == where
+
+
+# ---- levers ----------------------------------------------------------------------------------
+
+LEVERS = '''
+kind server {
+  input requests: requests/s
+  input capacity: requests/s
+  derive utilization: count = requests / capacity "share of the capacity in use"
+  derive servers: count = ceil(requests / capacity * 10) "servers"
+  require capacity < 1000 requests/s "too fast"
+  lever "double capacity" if utilization > 0.5 { capacity = 200 requests/s } "buy {capacity} more" gate "a load test at {utilization:%}"
+  lever "halve capacity" if utilization > 0.95 { capacity = 50 requests/s }
+  lever "same as the plan's" { capacity = 300 requests/s } "the kind's"
+  lever "impossible" { capacity = 5000 requests/s }
+}
+server web { requests = 80 requests/s; capacity = 100 requests/s }
+lever "triple capacity" { web.capacity = 300 requests/s } "the plan's"
+summary web.servers, web.utilization
+check web.utilization < 0.9 "under 90 %"
+'''
+
+
+def test_levers_are_priced_where_they_apply(compile_text: Callable[..., Compilation]) -> None:
+    c = compile_text(LEVERS)
+    assert c.ok, c.diagnostics
+    doc = build_document(c)
+    assert doc.lever_columns == ("web.servers", "web.utilization")
+    rows = {v.label: v for v in doc.levers}
+    # "halve capacity" does not apply (80 % < 95 %); the kind's 300 requests/s is the plan's lever
+    assert set(rows) == {"triple capacity", "double capacity", "impossible"}
+    assert rows["triple capacity"].cells == ("3 (−62.5 %)", "0.2667 (−66.7 %)")
+    assert rows["double capacity"].cells[0] == "4 (−50 %)"
+    assert "".join(t for t, _ in rows["double capacity"].takes) == "buy 100 requests/s more"
+    assert "".join(t for t, _ in rows["double capacity"].gate) == "a load test at 80 %"
+    assert rows["impossible"].effect is None and rows["impossible"].checks.startswith("not a valid plan: too fast")
+    assert [v.label for v in doc.levers] == ["triple capacity", "double capacity", "impossible"]  # largest cut first
+    assert not [d for d in c.diagnostics if d.is_error]  # an impossible lever is a row, not an error
+
+
+@pytest.mark.parametrize(("lever", "code"), [
+    ('lever "x" { nothing = 1 }', "E0203"),
+    ('lever "x" if requests { capacity = 1 requests/s }', "E0303"),
+    ('lever "x" { capacity = 1 requests/s } "at {nowhere}"', "E0201"),
+])
+def test_a_bad_lever_is_a_diagnostic(compile_text: Callable[..., Compilation], lever: str, code: str) -> None:
+    c = compile_text(KIND % lever)
+    assert [d.code for d in c.diagnostics if d.is_error] == [code]
+
+
+def test_the_flagships_levers_match_the_plan_computed_with_each(compile_text: Callable[..., Compilation],
+                                                                compiled: dict[str, Compilation]) -> None:
+    doc = build_document(compiled["100m_dau"])
+    rows = {v.label: v for v in doc.levers}
+    assert doc.levers[0].label == "distilled 40-layer student"  # the largest cut of the fleet
+    assert "FP8 KV cache" in rows and "speculative decoding, 4 draft tokens" in rows
+    assert sum("INT4" in label for label in rows) == 1  # the plan's own INT4 lever stands for the stdlib's
+    assert rows["INT4 weights (W4A16), by QAT"].effect > 0  # more devices: W4A16 prefills at the BF16 peak
+    assert rows["static batching instead of continuous"].checks.startswith("not a valid plan: no value of `batch`")
+    # the FP8 KV row is the plan compiled with FP8 KV, and a plan that has it is not offered it
+    text = FLAGSHIP.read_text(encoding="utf-8").replace("  weights = fp8\n", "  weights = fp8\n  kv = fp8\n")
+    c = compile_text(text)
+    assert c.ok and c.lowered is not None
+    devices = c.lowered.values["chat.devices"]
+    assert rows["FP8 KV cache"].cells[0].startswith(f"{int(devices):,} devices")
+    assert "FP8 KV cache" not in {v.label for v in build_document(c).levers}
+
+
+def test_the_decision_names_the_lever_that_cuts_most(compiled: dict[str, Compilation]) -> None:
+    doc = build_document(compiled["100m_dau"])
+    passing = [v for v in doc.levers if v.effect is not None and v.checks == "all pass"]
+    best = min(passing, key=lambda v: v.effect)
+    sentence = doc.decision.deploy[-1].text
+    assert sentence.startswith(f"Of the levers priced below, {best.label} cuts chat.devices the most, to {best.cells[0]}")

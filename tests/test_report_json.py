@@ -71,6 +71,12 @@ def test_decision_is_documented(report: dict) -> None:
     assert numbers and all(set(n) == {"text", "quantity"} and n["text"] in x["text"] for x in sentences for n in x["numbers"])
 
 
+def test_levers_are_documented(report: dict) -> None:
+    assert report["levers"] and all(set(v) == _documented()["lever"] for v in report["levers"])
+    first = report["summary"][0]["label"]
+    assert all(first in v["changes"] for v in report["levers"])
+
+
 def test_specifications_are_listed_apart_from_the_assumptions(report: dict) -> None:
     """The ledger opens with what a reviewer may question; the models' architecture, the
     datasheet figures and the enumerations' attributes follow as specifications."""

@@ -42,6 +42,22 @@ class Sentence:
 
 
 @dataclass(frozen=True)
+class LeverView:
+    """A lever priced against the plan: each numeric summary item of its variant with its change,
+    the checks, and what it takes and must pass first (sentences with their numbers)."""
+
+    label: str
+    subject: str
+    cells: tuple[str, ...]  # parallel to the numeric summary items
+    checks: str
+    takes: tuple[tuple[str, str], ...]
+    gate: tuple[tuple[str, str], ...]
+    source: str
+    location: str
+    effect: float | None  # relative change of the first summary item: the table's order (None: not a valid plan)
+
+
+@dataclass(frozen=True)
 class DecisionView:
     deploy: tuple[Sentence, ...] = ()
     findings: tuple[Sentence, ...] = ()
@@ -60,14 +76,16 @@ class DecisionView:
         return bool(self.deploy or self.findings or self.risks)
 
 
-def build_decision(compilation: Compilation, b: Any) -> DecisionView:
+def build_decision(compilation: Compilation, b: Any, columns: tuple[str, ...] = (),
+                   levers: tuple[LeverView, ...] = ()) -> DecisionView:
     from .view import location
 
     lowered = compilation.lowered
     assert lowered is not None
     findings = tuple(_finding(s, b, location(s.finding.span, _name(s.finding))) for s in lowered.findings)
     return DecisionView(
-        deploy=tuple(s for ans in compilation.answers for s in _search(ans, b, location)),
+        deploy=tuple(s for ans in compilation.answers for s in _search(ans, b, location))
+        + _best_lever(columns, levers, _count_headline(lowered)),
         findings=findings,
         risks=_risks(compilation, b, location),
         several=len({s.subject for s in findings}) > 1,
@@ -87,18 +105,95 @@ def percent(value: float) -> str:
 
 
 def _finding(stated: Stated, b: Any, where: str) -> Sentence:
+    return Sentence(_filled(stated.finding.parts, stated.values, b), "finding", stated.finding.instance, where,
+                    stated.finding.section or "Findings")
+
+
+def _filled(template: tuple[str | ir.Hole, ...], values: tuple[Any, ...], b: Any) -> tuple[tuple[str, str], ...]:
+    """A sentence's pieces: its text, and each hole as its value with the quantity it shows."""
     parts: list[tuple[str, str]] = []
-    values = iter(stated.values)
-    for part in stated.finding.parts:
+    filled = iter(values)
+    for part in template:
         if isinstance(part, str):
             parts.append((part, ""))
             continue
-        value = next(values)
+        value = next(filled)
         node = part.expr.node if isinstance(part.expr, ir.Ref) else ""
         unit = b.nodes[node].unit if node else None
         text = percent(float(value)) if part.percent else b.format(value, part.expr.dim, unit)
         parts.append((text, node))
-    return Sentence(tuple(parts), "finding", stated.finding.instance, where, stated.finding.section or "Findings")
+    return tuple(parts)
+
+
+def build_levers(compilation: Compilation, b: Any) -> tuple[tuple[str, ...], tuple[LeverView, ...]]:
+    """The levers that apply, priced: (the numeric summary items, one view per lever), the largest
+    cut of the first summary item first, the levers whose variant is not a valid plan last."""
+    from .view import location
+
+    views = []
+    labels: tuple[str, ...] = ()
+    for ans in compilation.levers:
+        numeric = [k for k, (_, dim, _) in enumerate(ans.columns) if isinstance(dim, Dim)]
+        labels = tuple(ans.columns[k][0] for k in numeric)
+        lever = ans.offered.lever
+        effect = None
+        if ans.values is None:
+            cells = ("—",) * len(numeric)
+            checks = f"not a valid plan: {ans.reason}"
+        else:
+            cells = tuple(_change(ans.baseline[k], ans.values[k], ans.columns[k]) for k in numeric)
+            failing = [ans.columns[k][0] for k, (_, dim, _) in enumerate(ans.columns)
+                       if dim == ir.BOOL and not ans.values[k]]
+            checks = "all pass" if not failing else "fails: " + "; ".join(failing)
+            if numeric and ans.baseline[numeric[0]]:
+                effect = float(ans.values[numeric[0]]) / float(ans.baseline[numeric[0]]) - 1
+        views.append(LeverView(lever.label, lever.instance, cells, checks, _filled(lever.takes, ans.offered.takes, b),
+                               _filled(lever.gate, ans.offered.gate, b), lever.source or "", location(lever.span), effect))
+    views.sort(key=lambda v: (v.effect is None, v.effect if v.effect is not None else 0.0))
+    return labels, tuple(views)
+
+
+def _change(before: Any, after: Any, column: tuple[str, Any, str | None]) -> str:
+    _, dim, unit = column
+    text = format_quantity(float(after), dim, unit)
+    if float(before) == float(after):
+        return f"{text} (same)"
+    if not float(before):
+        return text
+    relative = float(after) / float(before) - 1
+    return f"{text} ({'+' if relative > 0 else '−'}{format_number(100 * abs(relative), 3)} %)"
+
+
+def _best_lever(columns: tuple[str, ...], levers: tuple[LeverView, ...], headline: tuple[str, float] | None
+                ) -> tuple[Sentence, ...]:
+    """The lever that cuts the first summary item most while every check passes, from the table,
+    and what a blue/green switch to it holds while both fleets run."""
+    best = next((v for v in levers if v.effect is not None and v.effect < 0 and v.checks == "all pass"), None)
+    if best is None or not columns:
+        return ()
+    parts = ((f"Of the levers priced below, {best.label} cuts {columns[0]} the most, to ", ""), (best.cells[0], ""),
+             (" with every check passing", ""))
+    if best.takes:
+        parts += ((": it takes ", ""), *best.takes)
+    if headline is not None:  # the first summary item is a count the two fleets add up in
+        text, value = headline
+        both = value * (2 + best.effect)
+        migration = (f". Migrating to it blue/green runs both fleets during the switch, {round(both):,} {text} at once; "
+                     "shifting traffic canary-first holds less")
+        parts += ((migration, ""),)
+    return (Sentence((*parts, (".", "")), "deploy", best.subject, best.location),)
+
+
+def _count_headline(lowered: Any) -> tuple[str, float] | None:
+    """The first summary item when it counts things (devices, replicas): its unit and value."""
+    el = lowered.elaborated
+    if not el.summary or not isinstance(el.summary[0], ir.Ref):
+        return None
+    node = el.nodes[el.summary[0].node]
+    dim = node.dim
+    if not isinstance(dim, Dim) or str(dim) not in ("devices", "replicas", "1"):
+        return None
+    return (str(dim) if str(dim) != "1" else "", float(lowered.summary[0]))
 
 
 def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
@@ -112,10 +207,9 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
     best = float(ans.rows[ans.best][1][0])
     where = location(ans.stmt.span)
     subject = ans.stmt.subject.dotted
-    out = [Sentence((
-        (f"The search over {', '.join(ans.axes)} ({ans.evaluated:,} configurations, {ans.feasible:,} of them "
-         f"meeting its constraints) finds {ans.best_setting} best, with {column[0]} = ", ""),
-        (_cell(best, column), ""), (".", "")), "deploy", subject, where)]
+    opening = (f"The search over {', '.join(ans.axes)} ({ans.evaluated:,} configurations, {ans.feasible:,} of them "
+               f"meeting its constraints) finds {ans.best_setting} best, with {column[0]} = ")
+    out = [Sentence(((opening, ""), (_cell(best, column), ""), (".", "")), "deploy", subject, where)]
     if not ans.objective_node or len(ans.declared) != len(ans.axes) or not all(any(d) for d in ans.declared):
         return out
     declared = ", ".join(f"{axis} = {label or b.value_text(node)}" for axis, (label, node) in zip(ans.axes, ans.declared))
@@ -131,13 +225,13 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
         gap = abs(value - best)
         if worse:
             relative = gap / abs(best) if best else math.inf
-            parts = (head, (f"has {column[0]} = ", ""), shown_value,
-                     (f", {percent(relative)} {'more' if lower_is_better else 'less'}: the search's choice "
-                      f"{'saves' if lower_is_better else 'gains'} ", ""), (_cell(gap, column), ""), (".", ""))
+            verdict = (f", {percent(relative)} {'more' if lower_is_better else 'less'}: the search's choice "
+                       f"{'saves' if lower_is_better else 'gains'} ")
+            parts = (head, (f"has {column[0]} = ", ""), shown_value, (verdict, ""), (_cell(gap, column), ""), (".", ""))
         else:
-            parts = (head, (f"has a better {column[0]}, ", ""), shown_value,
-                     (", than any configuration the search accepts: it lies outside the search's axes or fails one "
-                      "of its constraints (see the checks).", ""))
+            outside = (", than any configuration the search accepts: it lies outside the search's axes or fails one "
+                       "of its constraints (see the checks).")
+            parts = (head, (f"has a better {column[0]}, ", ""), shown_value, (outside, ""))
     return out + [Sentence(parts, "deploy", subject, where)]
 
 
@@ -163,9 +257,9 @@ def _risks(compilation: Compilation, b: Any, location: Any) -> tuple[Sentence, .
             margins.append((slack, index, label, sides, check))
         u = compilation.uncertainty
         if u is not None and index < len(u.checks) and u.checks[index] < 1:
-            out.append(Sentence((
-                (f"The check “{label}” holds at the plan's values but only on {percent(u.checks[index])} of its "
-                 "input ranges: the assumptions the plan gives as ranges decide it.", ""),), "risk", "", location(check.span)))
+            text = (f"The check “{label}” holds at the plan's values but only on {percent(u.checks[index])} of its "
+                    "input ranges: the assumptions the plan gives as ranges decide it.")
+            out.append(Sentence(((text, ""),), "risk", "", location(check.span)))
     if margins:
         slack, _, label, sides, check = min(margins, key=lambda m: (m[0], m[1]))
         out.insert(0, Sentence((

@@ -25,7 +25,7 @@ from ..semantics import ir
 from ..semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
 from ..source import Span
 from . import latex
-from .decision import DecisionView, build_decision
+from .decision import DecisionView, LeverView, build_decision, build_levers
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,7 @@ class DocumentView:
     summary: list[SummaryView] = field(default_factory=list)
     assumptions: list[QuantityView] = field(default_factory=list)
     specifications: list[QuantityView] = field(default_factory=list)  # inputs that are facts, not assumptions
+    stated: list[QuantityView] = field(default_factory=list)  # the assumptions the plan itself states (the body lists them)
     sections: list[SectionView] = field(default_factory=list)
     checks: list[CheckView] = field(default_factory=list)
     questions: list[QuestionView] = field(default_factory=list)
@@ -162,6 +163,8 @@ class DocumentView:
     source_fence: str = "```"  # a Markdown fence longer than any run of backticks in it
     warnings: list[str] = field(default_factory=list)
     decision: DecisionView = field(default_factory=DecisionView)
+    lever_columns: tuple[str, ...] = ()  # the numeric summary items the levers are priced on
+    levers: tuple[LeverView, ...] = ()
     brief: bool = False  # the body only: no appendix (assumptions, derivations, checks in full, plan source)
     linked: frozenset[str] = frozenset()  # quantities whose derivation the document shows (numbers link there)
 
@@ -397,7 +400,7 @@ def _anchor(title: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")
 
 
-MAX_CHOICES = 12  # rows of a solved quantity's choices in the body
+MAX_CHOICES = 6  # rows of a solved quantity's choices in the body
 
 
 def _sensitivity_matrix(sensitivities: list[Any], top: int = 5) -> SensitivityMatrix | None:
@@ -411,8 +414,10 @@ def _sensitivity_matrix(sensitivities: list[Any], top: int = 5) -> SensitivityMa
 
 
 def _trivial(q: QuantityView) -> bool:
-    """A derived quantity that is zero for this plan, or a plain factor of exactly one."""
-    return not q.is_input and q.dim != "bool" and (q.value == 0 or (q.dim == "1" and q.value == 1))
+    """A stdlib quantity that is zero for this plan, or a plain factor of exactly one (what the
+    plan's own lines define is always derived)."""
+    return (not q.is_input and q.location.startswith("<stdlib>") and q.dim != "bool"
+            and (q.value == 0 or (q.dim == "1" and q.value == 1)))
 
 
 def build_document(compilation: Compilation, brief: bool = False) -> DocumentView:
@@ -427,6 +432,7 @@ def build_document(compilation: Compilation, brief: bool = False) -> DocumentVie
     quantities = [b.quantity(n) for n in el.order if "@" not in el.nodes[n].owner]
     doc.assumptions = _by_owner([q for q in quantities if q.is_input and not q.is_definition])
     doc.specifications = _by_owner([q for q in quantities if q.is_input and q.is_definition])
+    doc.stated = [q for q in doc.assumptions if not q.location.startswith("<stdlib>")]
     sections: dict[str, list[QuantityView]] = {}
     for q in quantities:
         if not q.is_input:
@@ -467,7 +473,8 @@ def build_document(compilation: Compilation, brief: bool = False) -> DocumentVie
     longest = max((len(run) for run in re.findall(r"`+", doc.source)), default=0)
     doc.source_fence = "`" * max(3, longest + 1)
     doc.warnings = [d.message for d in compilation.diagnostics if not d.is_error]
-    doc.decision = build_decision(compilation, b)
+    doc.lever_columns, doc.levers = build_levers(compilation, b)
+    doc.decision = build_decision(compilation, b, doc.lever_columns, doc.levers)
     doc.brief = brief
     doc.linked = frozenset() if brief else frozenset(
         q.id for q in [*doc.assumptions, *doc.specifications, *(q for s in doc.sections for q in s.quantities)])
@@ -629,6 +636,9 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "uncertainty": asdict(doc.uncertainty) if doc.uncertainty else None,
         "warnings": doc.warnings,
         "source": doc.source,
+        "levers": [{"label": v.label, "subject": v.subject, "changes": dict(zip(doc.lever_columns, v.cells)),
+                    "checks": v.checks, "takes": "".join(t for t, _ in v.takes), "gate": "".join(t for t, _ in v.gate),
+                    "source": v.source, "location": v.location, "effect": v.effect} for v in doc.levers],
         "decision": {part: [{"text": x.text, "kind": x.kind, "subject": x.subject, "location": x.location, "group": x.group,
                               "numbers": [{"text": t, "quantity": n} for t, n in x.parts if n]}
                              for x in getattr(doc.decision, part)]

@@ -51,6 +51,7 @@ class Kind:
     fields: dict[str, FieldSpec] = field(default_factory=dict)
     requires: list[ast.RequireDecl] = field(default_factory=list)
     findings: list[tuple[ast.FindingDecl, str | None]] = field(default_factory=list)  # with their section
+    levers: list[ast.LeverDecl] = field(default_factory=list)
 
     def is_a(self, other: Kind) -> bool:
         kind: Kind | None = self
@@ -219,6 +220,9 @@ class Elaborator:
                                    ast.SweepStmt, ast.SearchStmt)):
                 self.out.questions.append(stmt)  # answered by the solve stage
         self._requirements()
+        for stmt in self.program.main.statements:  # the plan's own levers, after its kinds'
+            if isinstance(stmt, ast.LeverDecl):
+                self._lever(None, stmt)
         self._unused_kinds()
         self._lineage()
         return self.out
@@ -340,6 +344,7 @@ class Elaborator:
             kind.fields.update(parent.fields)
             kind.requires.extend(parent.requires)
             kind.findings.extend(parent.findings)
+            kind.levers.extend(parent.levers)
         self._collect_items(kind, decl.items, None)
         self.kinds[name] = kind
         return kind
@@ -355,6 +360,8 @@ class Elaborator:
                 kind.requires.append(item)
             elif isinstance(item, ast.FindingDecl):
                 kind.findings.append((item, section))
+            elif isinstance(item, ast.LeverDecl):
+                kind.levers.append(item)
             else:
                 previous = kind.fields.get(item.name)
                 if previous is not None and previous.owner == kind.name:
@@ -731,39 +738,85 @@ class Elaborator:
                     target.append(ir.Requirement(inst.name, value, req.message, req.span, self._blame(inst, value)))
             for finding, section in inst.kind.findings:
                 self._finding(inst, finding, section)
+            for lever in inst.kind.levers:
+                self._lever(inst, lever)
 
     def _finding(self, inst: Instance, decl: ast.FindingDecl, section: str | None) -> None:
-        """A kind's `finding`, for one instance: its condition a verdict, each hole a quantity
-        (a percentage only of a fraction)."""
-        cond = self.expr(decl.expr, inst)
-        if cond is None:
+        """A kind's `finding`, for one instance: its condition a verdict, each hole a quantity."""
+        cond = self._verdict(decl.expr, inst, "a finding is stated when its condition holds")
+        if cond is True:
+            cond = ir.Lit(Fraction(1), ir.BOOL, decl.expr.span, "true")
+        parts = self._holes(decl.parts, inst)
+        if cond is not None and cond is not False and parts is not None:
+            self.out.findings.append(ir.Finding(inst.name, cond, parts, decl.span, section or ""))
+
+    def _lever(self, inst: Instance | None, decl: ast.LeverDecl) -> None:
+        """A lever of a kind, for one instance (its fields by name), or of the plan (paths to
+        instances' fields); the solve stage prices it as a variant of the plan."""
+        cond = self._verdict(decl.cond, inst, "a lever applies where its condition holds") if decl.cond is not None else None
+        if cond is False or (decl.cond is not None and cond is None):
             return
-        if isinstance(cond, ir.StaticBool):  # settled by the plan's choices (`static_batching`)
-            if not cond.value:
+        targets: list[tuple[tuple[str, str], ast.Expr]] = []
+        for a in decl.assignments:
+            steps = list(a.target.steps)
+            names = [st.name if not st.indexed else f"[{st.name}]" for st in steps]
+            if inst is None:
+                owner = self.program.names.get(steps[0].name)
+                if len(steps) < 2 or not isinstance(owner, ast.InstanceDecl):
+                    self.sink.add(dx.UNKNOWN_NAME.at(a.target.span, "not an instance's field", name=a.target.dotted,
+                                                     help="a plan's lever sets fields of its instances, like `chat.model = x`"))
+                    return
+                where = self.instance(steps[0].name)
+                if where is None:
+                    return
+                field_name, first = names[1] + "".join(names[2:]), steps[1]
+            else:
+                where, field_name, first = inst, names[0] + "".join(names[1:]), steps[0]
+            if first.name not in where.kind.fields:
+                self._unknown(first.name, first.span, list(where.kind.fields), "field", f"`{where.kind.name}`")
                 return
-            cond = ir.Lit(Fraction(1), ir.BOOL, cond.span, "true")
-        if not (isinstance(cond, (ir.Lit, ir.Ref, ir.Op)) and cond.dim == ir.BOOL):
-            self.sink.add(dx.WRONG_TYPE.at(decl.expr.span, "not a verdict", expected="a verdict (a comparison or a bool)",
-                                           found=describe(cond), help="a finding is stated when its condition holds"))
+            targets.append(((where.name, field_name), a.value))
+        takes, gate = self._holes(decl.takes, inst), self._holes(decl.gate, inst)
+        if takes is None or gate is None:
             return
-        parts: list[str | ir.Hole] = []
-        for part in decl.parts:
+        self.out.levers.append(ir.Lever(inst.name if inst is not None else "", decl.label,
+                                        cond if isinstance(cond, (ir.Lit, ir.Ref, ir.Op)) else None,
+                                        tuple(targets), takes, gate, decl.source, decl.span))
+
+    def _verdict(self, e: ast.Expr, inst: Instance | None, help: str) -> ir.Expr | bool | None:
+        """A condition of a finding or a lever: a verdict, True or False when the plan's choices
+        settle it (`static_batching`), None after a diagnostic."""
+        cond = self.expr(e, inst)
+        if cond is None:
+            return None
+        if isinstance(cond, ir.StaticBool):
+            return cond.value
+        if not (isinstance(cond, (ir.Lit, ir.Ref, ir.Op)) and cond.dim == ir.BOOL):
+            self.sink.add(dx.WRONG_TYPE.at(e.span, "not a verdict", expected="a verdict (a comparison or a bool)",
+                                           found=describe(cond), help=help))
+            return None
+        return cond
+
+    def _holes(self, parts: tuple[str | ast.Hole, ...], inst: Instance | None) -> tuple[str | ir.Hole, ...] | None:
+        """A sentence's holes elaborated: each a quantity (a percentage only of a fraction)."""
+        out: list[str | ir.Hole] = []
+        for part in parts:
             if isinstance(part, str):
-                parts.append(part)
+                out.append(part)
                 continue
             value = self.expr(part.expr, inst)
             if value is None:
-                return
+                return None
             if not (isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and isinstance(value.dim, Dim)):
                 self.sink.add(dx.WRONG_TYPE.at(part.span, "not a quantity", expected="a quantity", found=describe(value),
                                                help="a hole shows a number with its unit: name a quantity"))
-                return
+                return None
             if part.percent and value.dim != DIMENSIONLESS:
                 self.sink.add(dx.WRONG_TYPE.at(part.span, "not a fraction", expected="a dimensionless fraction for `:%`",
                                                found=f"a quantity in {value.dim}", help="drop `:%` to show it with its unit"))
-                return
-            parts.append(ir.Hole(value, part.percent, part.span))
-        self.out.findings.append(ir.Finding(inst.name, cond, tuple(parts), decl.span, section or ""))
+                return None
+            out.append(ir.Hole(value, part.percent, part.span))
+        return tuple(out)
 
     def _blame(self, inst: Instance, value: ir.Expr) -> Span:
         """The user's assignment a failed requirement is most likely about: the first input the
@@ -1069,6 +1122,8 @@ class Elaborator:
             value = self.expr(b.value, scope)
             if value is None:
                 return None
+            if isinstance(value, ir.StaticBool):  # `flash_attention = false`: a verdict like any other
+                value = ir.Lit(Fraction(int(value.value)), ir.BOOL, value.span, str(value.value).lower())
             if not isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
                 self.sink.add(dx.WRONG_TYPE.at(b.value.span, "not a quantity", expected="a quantity or a verdict",
                                                found=describe(value), help="`where` binds quantities; compare enum or instance choices with `compare`"))

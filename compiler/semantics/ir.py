@@ -129,6 +129,21 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class Lever:
+    """A lever of a kind for one instance, or of the plan (`instance` empty): the overrides it
+    makes, where it applies (`cond`, None: everywhere), and what it takes and must pass first."""
+
+    instance: str
+    label: str
+    cond: Expr | None
+    targets: tuple[tuple[tuple[str, str], ast.Expr], ...]  # (instance, field) ← the value as written
+    takes: tuple[str | Hole, ...]
+    gate: tuple[str | Hole, ...]
+    source: str | None
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     expr: Expr
     label: str | None
@@ -142,6 +157,7 @@ class Elaborated:
     requirements: list[Requirement] = field(default_factory=list)
     advisories: list[Requirement] = field(default_factory=list)  # `advise`: a warning when it fails
     findings: list[Finding] = field(default_factory=list)  # `finding`: stated in the report when it holds
+    levers: list[Lever] = field(default_factory=list)  # `lever`: priced against the plan by the solve stage
     checks: list[Check] = field(default_factory=list)
     summary: list[Expr] = field(default_factory=list)
     instances: list[str] = field(default_factory=list)  # in the order they were first reached

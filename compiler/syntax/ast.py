@@ -279,13 +279,30 @@ class FindingDecl:
 
 
 @dataclass(frozen=True)
+class LeverDecl:
+    """`lever "label" [if cond] { field = value, ... } ["takes"] [gate "..."] [source "..."]`: a
+    change the report prices against the plan. In a kind its assignments name fields of each
+    instance and `if` decides where it applies; in a plan they are paths (`chat.model = x`).
+    `takes` (what it costs to get) and `gate` (what must pass before it rolls out) are sentences
+    with holes, like a finding's."""
+
+    span: Span
+    label: str
+    cond: Expr | None
+    assignments: tuple[Assignment, ...]
+    takes: tuple[str | Hole, ...]
+    gate: tuple[str | Hole, ...]
+    source: str | None
+
+
+@dataclass(frozen=True)
 class Section:
     span: Span
     title: str
     items: tuple[KindItem, ...]
 
 
-KindItem = Union[InputDecl, DeriveDecl, RequireDecl, FindingDecl, Section]
+KindItem = Union[InputDecl, DeriveDecl, RequireDecl, FindingDecl, LeverDecl, Section]
 
 
 @dataclass(frozen=True)
@@ -428,7 +445,7 @@ class SearchStmt:
 
 
 Question = Union[CheckStmt, SolveStmt, AskStmt, ScenarioStmt, CompareStmt, SweepStmt, SearchStmt]
-Statement = Union[Import, Meta, EnumDecl, KindDecl, InstanceDecl, LetDecl, SummaryStmt, Question]
+Statement = Union[Import, Meta, EnumDecl, KindDecl, InstanceDecl, LetDecl, SummaryStmt, LeverDecl, Question]
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,14 @@ class _Builder(Transformer[Token, Any]):
         expr, sentence = children
         return ast.FindingDecl(self._span(meta), expr, self._sentence(sentence))
 
+    def lever_decl(self, meta: LarkMeta, children: list[Any]) -> ast.LeverDecl:
+        label, cond, *rest = children
+        takes, gate_kw, gate, source_kw, source = rest[-5:]
+        assignments = tuple(rest[:-5])
+        return ast.LeverDecl(self._span(meta), _unquote(label), cond, assignments,
+                             self._sentence(takes) if takes is not None else (),
+                             self._sentence(gate) if gate is not None else (), _opt_str(source))
+
     def _sentence(self, token: Token) -> tuple[str | ast.Hole, ...]:
         """A finding's text split at its `{path}` holes; each hole's path is a name or an
         attribute chain with its own span, so an unknown name is reported inside the string."""
