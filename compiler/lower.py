@@ -414,7 +414,11 @@ def _transcendental(expr: ir.Op, x: Number, *rest: Number) -> Number:
     if op == "log":
         if x <= 0:
             raise EvalError(expr.args[0].span, "not a real number", "the logarithm of a number that is not positive")
-        return Fraction(0) if x == 1 else math.log(x)  # exact where the answer is: a constant length's spread is 0
+        if x == 1:
+            return Fraction(0)  # exact where the answer is: a constant length's spread is 0
+        if isinstance(x, Fraction):  # of numerator and denominator: a rational below float range has a log too
+            return math.log(x.numerator) - math.log(x.denominator)
+        return math.log(x)
     if op == "exp" and x == 0:
         return Fraction(1)
     if op != "exp":

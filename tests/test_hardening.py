@@ -5,6 +5,7 @@ exception that still escapes is an internal error, exit 3, never a traceback or 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -145,6 +146,16 @@ def test_huge_exact_values_are_not_printed_as_fractions(tmp_path: Path) -> None:
     assert code == 0, err
     (q,) = [q for q in json.loads(out.read_text())["quantities"] if q["id"] == "a"]
     assert q["exact"] is None and q["value"] > 1
+
+
+def test_the_log_of_a_rational_below_float_range_is_a_number(tmp_path: Path) -> None:
+    # 1e-400 is exact and positive, but 0.0 as a float: its log comes from numerator and denominator
+    (tmp_path / "x.plan").write_text("let a = log(1e-400)\nlet b = log(1e-400 * 1e-400)\nsummary a, b\n")
+    out = tmp_path / "x.json"
+    code, _, err = run("compile", str(tmp_path / "x.plan"), "--format", "json", "-o", str(out))
+    assert code == 0, err
+    values = {q["id"]: q["value"] for q in json.loads(out.read_text())["quantities"]}
+    assert values["a"] == pytest.approx(-400 * math.log(10)) and values["b"] == pytest.approx(-800 * math.log(10))
 
 
 # ---- defect 11 -----------------------------------------------------------------------------
