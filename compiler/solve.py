@@ -612,11 +612,11 @@ class _Solver:
         if self._variants.get(key) is not None:
             return self._variants[key], ""
         sink = dx.Sink()
-        elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides)
+        # only the summary and the checks are read: a re-elaboration builds just what they need
+        elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides, lean=True)
         lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             return None, next(d.message for d in sink.items if d.is_error)
-        self._variants[key] = lowered
         return lowered, ""
 
     def headline_choices(self) -> list[Choice]:

@@ -180,9 +180,12 @@ def describe(value: Value) -> str:
 
 class Elaborator:
     def __init__(self, program: Program, sink: dx.Sink,
-                 overrides: dict[tuple[str, str], ast.Expr] | None = None) -> None:
+                 overrides: dict[tuple[str, str], ast.Expr] | None = None, lean: bool = False) -> None:
         self.program = program
         self.sink = sink
+        # lean: only what the summary, the checks and the requirements read (a lever's variant,
+        # which the report reads nothing else of), without the findings and levers
+        self.lean = lean
         # (instance, field) -> expression: a question's `given`, a scenario, a sweep point.
         # An override replaces the field's definition everywhere, like an assignment would.
         self.overrides = overrides or {}
@@ -221,7 +224,7 @@ class Elaborator:
                 self.out.questions.append(stmt)  # answered by the solve stage
         self._requirements()
         for stmt in self.program.main.statements:  # the plan's own levers, after its kinds'
-            if isinstance(stmt, ast.LeverDecl):
+            if isinstance(stmt, ast.LeverDecl) and not self.lean:
                 self._lever(None, stmt)
         self._unused_kinds()
         self._lineage()
@@ -297,6 +300,8 @@ class Elaborator:
         if inst is None or inst.decl is not decl:
             return
         self.out.main_instances.append(inst.name)
+        if self.lean:
+            return
         for name in inst.kind.fields:
             self.field(inst, name, decl.name_span)
 
@@ -736,6 +741,8 @@ class Elaborator:
                 if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ir.BOOL:
                     target = self.out.advisories if req.advisory else self.out.requirements
                     target.append(ir.Requirement(inst.name, value, req.message, req.span, self._blame(inst, value)))
+            if self.lean:
+                continue
             for finding, section in inst.kind.findings:
                 self._finding(inst, finding, section)
             for lever in inst.kind.levers:
@@ -1371,8 +1378,8 @@ def _unit_help(want: Dim | str, got: Dim | str) -> str:
 
 
 def elaborate(program: Program, sink: dx.Sink,
-              overrides: dict[tuple[str, str], ast.Expr] | None = None) -> ir.Elaborated:
-    return Elaborator(program, sink, overrides).run()
+              overrides: dict[tuple[str, str], ast.Expr] | None = None, lean: bool = False) -> ir.Elaborated:
+    return Elaborator(program, sink, overrides, lean).run()
 
 
 def _vanished(node: ast.Expr, value: ir.Expr) -> bool:
