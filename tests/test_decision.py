@@ -252,3 +252,16 @@ def test_the_decision_names_the_lever_that_cuts_most(compiled: dict[str, Compila
     best = min(passing, key=lambda v: v.effect)
     sentence = doc.decision.deploy[-1].text
     assert sentence.startswith(f"Of the levers priced below, {best.label} cuts chat.devices the most, to {best.cells[0]}")
+
+
+def test_a_blue_green_footprint_is_stated_only_for_a_fleet_of_one_deployment(compiled: dict[str, Compilation]) -> None:
+    flagship = build_document(compiled["100m_dau"])
+    c = compiled["100m_dau"]
+    assert c.lowered is not None
+    best = next(v for v in flagship.levers if v.effect is not None and v.checks == "all pass")
+    both = round(float(c.lowered.values["chat.devices"]) * (2 + best.effect))
+    assert f"runs both fleets during the switch, {both:,} devices at once" in flagship.decision.deploy[-1].text
+    # two pools: a lever changes one of them, so the two fleets of the switch are not the total twice
+    pools = build_document(compiled["mixed_precision_pools"])
+    assert pools.decision.several and pools.decision.deploy
+    assert "blue/green" not in " ".join(x.text for x in pools.decision.deploy)

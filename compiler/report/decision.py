@@ -83,12 +83,15 @@ def build_decision(compilation: Compilation, b: Any, columns: tuple[str, ...] = 
     lowered = compilation.lowered
     assert lowered is not None
     findings = tuple(_finding(s, b, location(s.finding.span, _name(s.finding))) for s in lowered.findings)
+    several = len({s.subject for s in findings}) > 1
+    # both fleets of a blue/green switch add up only when the lever's subject is the whole fleet
+    headline = _count_headline(lowered) if not several else None
     return DecisionView(
         deploy=tuple(s for ans in compilation.answers for s in _search(ans, b, location))
-        + _best_lever(columns, levers, _count_headline(lowered)),
+        + _best_lever(columns, levers, headline),
         findings=findings,
         risks=_risks(compilation, b, location),
-        several=len({s.subject for s in findings}) > 1,
+        several=several,
     )
 
 
