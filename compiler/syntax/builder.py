@@ -130,7 +130,7 @@ class _Builder(Transformer[Token, Any]):
 
     def lever_decl(self, meta: LarkMeta, children: list[Any]) -> ast.LeverDecl:
         label, cond, *rest = children
-        takes, gate_kw, gate, source_kw, source = rest[-5:]
+        takes, _, gate, _, source = rest[-5:]  # the keywords `gate` and `source` are tokens
         assignments = tuple(rest[:-5])
         return ast.LeverDecl(self._span(meta), _unquote(label), cond, assignments,
                              self._sentence(takes) if takes is not None else (),
