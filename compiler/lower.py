@@ -495,16 +495,18 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     return out
 
 
+def _holes(parts: tuple[str | ir.Hole, ...], values: dict[str, Value]) -> tuple[Value, ...]:
+    """The values of a sentence's holes, in order."""
+    return tuple(evaluate(p.expr, values) for p in parts if isinstance(p, ir.Hole))
+
+
 def _levers(elaborated: ir.Elaborated, values: dict[str, Value]) -> list[Offered]:
     """The levers whose condition holds (or that have none)."""
-    def holes(parts: tuple[str | ir.Hole, ...]) -> tuple[Value, ...]:
-        return tuple(evaluate(p.expr, values) for p in parts if isinstance(p, ir.Hole))
-
     offered = []
     for lever in elaborated.levers:
         try:
             if lever.cond is None or evaluate(lever.cond, values):
-                offered.append(Offered(lever, holes(lever.takes), holes(lever.gate)))
+                offered.append(Offered(lever, _holes(lever.takes, values), _holes(lever.gate, values)))
         except EvalError:
             continue
     return offered
@@ -517,7 +519,7 @@ def _findings(elaborated: ir.Elaborated, values: dict[str, Value]) -> list[State
     for f in elaborated.findings:
         try:
             if evaluate(f.expr, values):
-                stated.append(Stated(f, tuple(evaluate(p.expr, values) for p in f.parts if isinstance(p, ir.Hole))))
+                stated.append(Stated(f, _holes(f.parts, values)))
         except EvalError:
             continue
     return stated

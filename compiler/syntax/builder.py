@@ -34,8 +34,12 @@ _HOLE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*
 def _unquote(token: Token) -> str:
     """A string's text: `\\"` is a quote and `\\\\` a backslash; any other backslash is kept as
     written, so that LaTeX symbols read as they are typed (`symbol "\\alpha"`, `"\\theta"`, `"\\nu"`)."""
-    body = str(token)[1:-1]
-    return re.sub(r'\\(["\\])', r"\1", body)
+    return _unescape(str(token)[1:-1])
+
+
+def _unescape(text: str) -> str:
+    """`\\"` is a quote and `\\\\` a backslash; any other backslash stays as written."""
+    return re.sub(r'\\(["\\])', r"\1", text)
 
 
 @v_args(meta=True)
@@ -144,7 +148,7 @@ class _Builder(Transformer[Token, Any]):
         at = 1
         for m in re.finditer(r"\{([^{}]*)\}", raw):
             if m.start() > at:
-                parts.append(re.sub(r'\\(["\\])', r"\1", raw[at:m.start()]))
+                parts.append(_unescape(raw[at:m.start()]))
             at = m.end()
             hole = _HOLE.fullmatch(m.group(1))
             span = Span(self.file, start + m.start(), start + m.end())
@@ -162,7 +166,7 @@ class _Builder(Transformer[Token, Any]):
             assert expr is not None
             parts.append(ast.Hole(span, expr, percent=hole.group(2) is not None))
         if at < len(raw) - 1:
-            parts.append(re.sub(r'\\(["\\])', r"\1", raw[at:-1]))
+            parts.append(_unescape(raw[at:-1]))
         return tuple(parts)
 
     def bool_type(self, meta: LarkMeta, children: list[Any]) -> ast.BoolType:
