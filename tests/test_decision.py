@@ -107,11 +107,22 @@ def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: 
     search = next(a for a in c.answers if getattr(a, "kind", "") == "search")
     feasible = [values[0] for _, values in search.rows if not values[1]]
     assert search.rows[search.best][1][0] == min(feasible)
-    first, declared = (x.text for x in doc.decision.deploy[:2])
+    opening, first, declared = (x.text for x in doc.decision.deploy[:3])
+    assert opening == "As declared, the plan gives chat.devices = 14,460 devices, and all 4 of its checks pass."
     assert f"({search.evaluated} configurations, {search.feasible} of them meeting its constraints)" in first
     assert search.best_setting in first
     # the declared plan (the engine's 8,192-token chunk) costs what the search's best does
     assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) is one of the best")
+
+
+def test_the_decision_opens_with_the_declared_plans_headline_and_its_failing_checks(
+        compile_text: Callable[..., Compilation]) -> None:
+    text = FLAGSHIP.read_text(encoding="utf-8") + 'check chat.batch >= 100000 "a batch no device holds"\n'
+    c = compile_text(text)
+    opening = build_document(c).decision.deploy[0]
+    assert opening.text.startswith("As declared, the plan gives chat.devices = ")
+    assert opening.text.endswith(", and 1 of its 5 checks fails (see the risks below).")
+    assert ("14,460 devices", "chat.devices") in opening.parts  # the number links to its derivation
 
 
 def test_a_declared_plan_worse_than_the_search_says_by_how_much(compile_text: Callable[..., Compilation]) -> None:
@@ -119,7 +130,7 @@ def test_a_declared_plan_worse_than_the_search_says_by_how_much(compile_text: Ca
     c = compile_text(text)
     assert c.ok, c.diagnostics
     doc = build_document(c)
-    declared = doc.decision.deploy[1].text
+    declared = doc.decision.deploy[2].text
     search = next(a for a in c.answers if getattr(a, "kind", "") == "search")
     best = search.rows[search.best][1][0]
     assert c.lowered is not None

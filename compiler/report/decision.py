@@ -87,12 +87,34 @@ def build_decision(compilation: Compilation, b: Any, columns: tuple[str, ...] = 
     # both fleets of a blue/green switch add up only when the lever's subject is the whole fleet
     headline = _count_headline(lowered) if not several else None
     return DecisionView(
-        deploy=tuple(s for ans in compilation.answers for s in _search(ans, b, location))
+        deploy=_declared(compilation, b, location)
+        + tuple(s for ans in compilation.answers for s in _search(ans, b, location))
         + _best_lever(columns, levers, headline),
         findings=findings,
         risks=_risks(compilation, b, location),
         several=several,
     )
+
+
+def _declared(compilation: Compilation, b: Any, location: Any) -> tuple[Sentence, ...]:
+    """The plan as declared: its first summary item and how many of its checks pass."""
+    lowered = compilation.lowered
+    assert lowered is not None
+    el = lowered.elaborated
+    if not el.summary:
+        return ()
+    expr = el.summary[0]
+    node = expr.node if isinstance(expr, ir.Ref) else ""
+    value = b.value_text(node) if node else b.format(lowered.summary[0], expr.dim)
+    label = " ".join(expr.span.text.split())
+    parts: list[tuple[str, str]] = [(f"As declared, the plan gives {label} = ", ""), (value, node)]
+    total = len(lowered.checks)
+    failing = sum(1 for outcome in lowered.checks if not outcome.holds)
+    if total:
+        verdict = (f"all {total} of its checks pass" if not failing and total > 1 else "its check passes" if not failing
+                   else f"{failing} of its {total} checks fail{'s' if failing == 1 else ''} (see the risks below)")
+        parts.append((f", and {verdict}", ""))
+    return (Sentence((*parts, (".", "")), "deploy", "", location(expr.span)),)
 
 
 def _name(finding: ir.Finding) -> str:
