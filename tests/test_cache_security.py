@@ -149,3 +149,22 @@ def test_a_cache_that_cannot_be_written_costs_nothing(cache_dir: Path, compile_t
         entry.mkdir()
     parser._parser.cache_clear()
     assert _markdown(compile_text, plan) == first
+
+
+def test_the_parser_is_loaded_from_its_signed_tables_and_parses_as_the_built_one(
+        cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the entry is worth having only if a later process loads it rather than building again
+    built = parser._parser()
+    assert read_entry("lark-" + cache.grammar_digest() + ".tables") is not None
+    parser._parser.cache_clear()
+    from lark import Lark
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the parser was built again although its tables are cached")
+
+    monkeypatch.setattr(Lark, "open_from_package", refuse)
+    loaded = parser._parser()
+    assert (loaded.options.parser, loaded.options.maybe_placeholders, loaded.options.propagate_positions) == (
+        "lalr", True, True)
+    text = (Path(__file__).parent.parent / "examples" / "100m_dau.plan").read_text(encoding="utf-8")
+    assert loaded.parse(text) == built.parse(text)

@@ -106,7 +106,7 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
         section_figures={k[1]: v for k, v in views.items() if k[0] == "section"},
         sensitivity_figures={k[1]: v for k, v in views.items() if k[0] == "sensitivity"},
         math=_inline_math,
-        source=_highlighted(doc.source),
+        source=[] if doc.brief else _highlighted(doc.source),  # the appendix shows it
     )
 
 

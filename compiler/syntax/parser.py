@@ -54,6 +54,8 @@ _OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "
 
 
 _OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": True}
+# what Lark lets a loaded parser be given (the rest is in its saved options)
+_LOAD_OPTIONS = {"propagate_positions": True}
 
 
 @functools.cache
@@ -72,7 +74,7 @@ def _parser() -> Lark:
     data = loads_restricted(payload) if payload is not None else None
     if isinstance(data, dict):
         try:
-            return Lark._load_from_dict(data["data"], data["memo"], postlex=_Continuations(), **_OPTIONS)
+            return Lark._load_from_dict(data["data"], data["memo"], postlex=_Continuations(), **_LOAD_OPTIONS)
         except Exception:  # a signed entry of another Lark version: rebuild it below
             pass
     parser = Lark.open_from_package("planc.grammar", "plan.lark", postlex=_Continuations(), **_OPTIONS)
