@@ -22,6 +22,8 @@ import click
 from . import __version__
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .pipeline import Compilation
     from .report.view import DocumentView
 
@@ -125,11 +127,17 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
     _diagnostics(result, diag_fmt)
     if not result.ok:
         sys.exit(2)
+    from .report.ahead import ahead
     from .report.view import build_document
 
+    drawn = None
+    if fmt in ("html", "pdf"):  # drawn in a second process while this one prices the levers and writes the page
+        from .report.html import drawable_figures
+
+        drawn = ahead(lambda: drawable_figures(result))
     doc = build_document(result, brief=brief)
     links = _write_figures(result, target) if figures else []
-    data = _report(fmt, doc, result, links)
+    data = _report(fmt, doc, result, links, drawn)
     _emit(target, data, f" ({result.failed_checks} check(s) failed)" if result.failed_checks else "")
     sys.exit(result.exit_code)
 
@@ -204,8 +212,10 @@ def _write_figures(result: Compilation, target: Path) -> list[Any]:
     return figure_files(drawn, directory)
 
 
-def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any] | None = None) -> str | bytes:
-    """The report in `fmt`: text for md, json and html, bytes for pdf."""
+def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any] | None = None,
+            drawn: Callable[[], tuple[list[Any], str | None]] | None = None) -> str | bytes:
+    """The report in `fmt`: text for md, json and html, bytes for pdf (with the figures `drawn`
+    gives, when it is given: the work started ahead)."""
     if fmt in ("md", "json"):
         from .report.markdown import render_json, render_markdown
         from .report.view import document_json
@@ -213,19 +223,20 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
         return render_markdown(doc, figures or []) if fmt == "md" else render_json(document_json(doc, result))
     from .report.html import drawable_figures, render_html
 
+    figures_of = drawn or (lambda: drawable_figures(result))
     if fmt == "html":
-        drawn, missing = drawable_figures(result)
+        plots, missing = figures_of()
         if missing:  # the page is still whole without its plots: say so, and write it
             click.echo(f"plan: warning: the HTML report has no figures: {missing}", err=True)
-        return render_html(doc, drawn)
+        return render_html(doc, plots)
     from .report.pdf import PdfUnavailable, render_pdf, require_weasyprint
 
     try:
-        require_weasyprint()  # before the figures are drawn, which takes seconds
-        drawn, missing = drawable_figures(result)
+        require_weasyprint()  # before waiting for the figures, which takes a second
+        plots, missing = figures_of()
         if missing:  # the printed document without its figures is not the one asked for
             raise PdfUnavailable(f"the PDF report needs its figures: {missing}")
-        return render_pdf(doc, drawn)
+        return render_pdf(doc, plots)
     except PdfUnavailable as exc:
         click.echo(f"plan: {exc}", err=True)
         sys.exit(2)

@@ -1,0 +1,82 @@
+"""Work started ahead: drawing the figures in a second process while this one prices the levers
+and lays out the page.
+
+Contract: `ahead(work) -> Callable[[], T]` starts `work()` in a forked child process when this
+machine gives the process a second core and the platform can fork, and returns a function that
+gives `work()`'s result, waiting for the child when it has not finished. The result comes back
+pickled through a pipe, so it is the value `work()` returns here, byte for byte. Whenever the
+child does not deliver one (it raised, it died, the result would not pickle, no fork), the
+function runs `work()` in this process when asked, so the caller sees exactly the result or the
+exception it would have seen without the child: running ahead changes when the work is done,
+never what it gives. `PLAN_JOBS=1` in the environment turns it off.
+
+The child is forked before anything in this process starts a thread (matplotlib and WeasyPrint
+are not imported yet when the CLI calls this), and it leaves through `os._exit` without running
+this process's exit handlers. It is a daemon: a parent that never asks for the result does not
+wait for it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def ahead(work: Callable[[], T]) -> Callable[[], T]:
+    if not _parallel():
+        return work
+    try:
+        context = multiprocessing.get_context("fork")
+        receive, send = context.Pipe(duplex=False)
+        child = context.Process(target=_run, args=(work, send), daemon=True)
+        child.start()
+    except (OSError, ValueError):  # no fork here, or no process to spare: do it when asked
+        return work
+    send.close()  # this process keeps only the reading end, so a dead child reads as the end of the pipe
+    delivered: list[Any] = []
+
+    def result() -> T:
+        if not delivered:
+            try:
+                status, value = receive.recv()
+            except Exception:  # EOFError: the child died; or it sent something unreadable
+                status, value = "failed", None
+            finally:
+                receive.close()
+                child.join()
+            delivered.append(value if status == "ok" else _AGAIN)
+        value = delivered[0]
+        return work() if value is _AGAIN else value
+
+    return result
+
+
+_AGAIN = object()  # the child gave no result: the work runs in this process
+
+
+def _run(work: Callable[[], Any], send: Any) -> None:
+    """In the child: the result, or word that there is none (the parent then runs the work
+    itself, and so raises the same exception the child met)."""
+    try:
+        value = work()
+    except BaseException:
+        send.send(("failed", None))
+        return
+    try:
+        send.send(("ok", value))
+    except Exception:  # the result does not pickle
+        send.send(("failed", None))
+
+
+def _parallel() -> bool:
+    if os.environ.get("PLAN_JOBS", "").strip() == "1":
+        return False
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return cores > 1 and "fork" in multiprocessing.get_all_start_methods()

@@ -1,0 +1,75 @@
+"""Work started ahead in a second process gives what it gives in this one, or runs here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from planc.report import ahead as ahead_module
+from planc.report.ahead import ahead
+
+needs_two = pytest.mark.skipif(not ahead_module._parallel(), reason="needs a second core and fork")
+
+
+@needs_two
+def test_the_work_runs_in_another_process_and_its_result_comes_back() -> None:
+    here = os.getpid()
+    result = ahead(lambda: (os.getpid(), [("svg", "<svg/>" * 50_000)]))  # larger than a pipe's buffer
+    pid, value = result()
+    assert pid != here
+    assert value == [("svg", "<svg/>" * 50_000)]
+    assert result()[0] == pid  # asked twice, delivered once
+
+
+def test_with_plan_jobs_1_it_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLAN_JOBS", "1")
+    assert ahead(os.getpid)() == os.getpid()
+
+
+@needs_two
+def test_an_exception_in_the_child_is_raised_here_as_it_would_be_without_it() -> None:
+    calls: list[int] = []
+
+    def work() -> None:
+        calls.append(os.getpid())
+        raise ImportError("no matplotlib")
+
+    result = ahead(work)
+    with pytest.raises(ImportError, match="no matplotlib"):
+        result()
+    assert calls == [os.getpid()]  # the child's attempt is not this process's list: it ran again here
+
+
+@needs_two
+def test_a_child_that_dies_or_returns_what_does_not_pickle_leaves_the_work_to_this_process() -> None:
+    here = os.getpid()
+
+    def dies() -> int:
+        if os.getpid() != here:
+            os._exit(3)
+        return 42
+
+    assert ahead(dies)() == 42
+
+    def unpicklable() -> object:
+        return (lambda: os.getpid()) if os.getpid() != here else "here"
+
+    assert ahead(unpicklable)() == "here"
+
+
+@needs_two
+def test_the_html_report_is_the_same_with_and_without_the_second_process(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from planc.cli import main
+
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    pages = []
+    for jobs in ("", "1"):
+        out = tmp_path / f"jobs{jobs or 'n'}.html"
+        result = CliRunner().invoke(main, ["compile", str(example), "-o", str(out)], env={"PLAN_JOBS": jobs})
+        assert result.exit_code == 0, result.output
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1] and b"<svg" in pages[0]
