@@ -71,7 +71,9 @@ def test_check_json_gives_numbers_with_units_and_the_same_verdicts() -> None:
     assert len(data["checks"]) == len(text) == 4
     memory = data["checks"][0]
     assert memory["label"] == "the weights and the engine's overheads fit, leaving room for KV" and memory["holds"] is True
-    assert memory["comparison"] == "<=" and memory["location"] == f"{EXAMPLE}:54"
+    line = next(n for n, text in enumerate(EXAMPLE.read_text(encoding="utf-8").splitlines(), 1)
+                if text.startswith("check chat.weight_bytes_per_device"))
+    assert memory["comparison"] == "<=" and memory["location"] == f"{EXAMPLE}:{line}"
     assert memory["left"]["unit"] == memory["right"]["unit"] == memory["margin"]["unit"] == "B"
     assert memory["left"]["text"] == "21.59 GiB" and memory["margin"]["text"].startswith("51.25 GiB")
     assert abs(memory["margin"]["value"] - (memory["right"]["value"] - memory["left"]["value"])) < 1
