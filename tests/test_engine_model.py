@@ -136,3 +136,36 @@ def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: P
         assert field in rows[label] and "%" in rows[label]
     wrong = CliRunner().invoke(main, ["simulate", str(path), "--deployment", "nope"])
     assert wrong.exit_code == 2 and "no deployment `nope`" in wrong.output
+
+
+def _erlang_c(c: int, a: float) -> float:
+    """Erlang C from its textbook sum (Kleinrock, Queueing Systems I, eq. 3.42), for small c."""
+    top = a ** c / math.factorial(c) * c / (c - a)
+    return top / (sum(a ** k / math.factorial(k) for k in range(c)) + top)
+
+
+def test_disaggregated_prefill_takes_the_prompts_off_the_decode_replicas(
+        compile_text: Callable[[str], Compilation]) -> None:
+    """DistServe's split: the decode replicas' iterations carry no prompt tokens, so their TPOT at
+    a batch is the pure decode step; the prompts queue on a pool of their own, sized for its
+    load, and the fleet is both pools."""
+    assert _erlang_c(2, 1.0) == pytest.approx(1 / 3)  # the textbook value the check below relies on
+    mixed = values(compile_text(plan("long_prompt", 0.6)))
+    split = values(compile_text(plan("long_prompt", 0.6, "\n  disaggregated = true")))
+    assert mixed["d.prefill_pool_devices"] == 0 and mixed["d.prefill_load"] > 0
+    assert split["d.prefill_load"] == 0 and split["d.prefill_share"] == 0
+    assert split["d.mean_step_time"] == split["d.step_time"]  # no prefill interference
+    assert split["d.tpot"] == pytest.approx(split["d.step_time"], rel=1e-12)
+    # at the same running batch the decode replica is faster than one that also prefills
+    same = values(compile_text(plan("long_prompt", 0.6, f"\n  disaggregated = true\n  batch = {mixed['d.batch']:.0f}")))
+    assert same["d.tpot"] < mixed["d.tpot"]
+    # the prefill pool: the mean prompt alone is its service; sized for the peak and the burst
+    service = split["d.prefill_time"]
+    assert split["d.prefill_pool_service_time"] == service
+    assert split["d.prefill_pool_replicas"] == max(
+        math.ceil(split["t.peak_qps"] * service / 0.6), math.ceil(split["t.burst_qps"] * service) + 1)
+    c, a = int(split["d.prefill_pool_replicas"]), split["t.burst_qps"] * service
+    assert split["d.prefill_pool_wait_probability"] == pytest.approx(_erlang_c(c, a), rel=1e-9)
+    wait = max(math.log(_erlang_c(c, a) / 0.01), 0) * service / (c - a) * split["d.prefill_pool_variability"]
+    assert split["d.ttft_tail"] == pytest.approx(wait + service * 16000 / 4000, rel=1e-9)
+    assert split["d.devices"] == (split["d.total_replicas"] + c + 1) * split["d.replica_devices"]
