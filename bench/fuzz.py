@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.mutants import TIME_LIMIT, check_many, mutants  # noqa: E402
+from tests.mutants import TIME_LIMIT, check_many, mutants
 
 
 def main() -> int:

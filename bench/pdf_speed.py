@@ -64,8 +64,7 @@ def _stages(brief: bool) -> list[tuple[str, float]]:
     page = render_html(doc, figures)
     mark("HTML page")
     import weasyprint  # type: ignore[import-untyped]
-
-    from planc.report.pdf import restricted_fetcher, _templates_dir
+    from planc.report.pdf import _templates_dir, restricted_fetcher
 
     mark("import weasyprint")
     from weasyprint.text import ffi as weasy_ffi  # type: ignore[import-untyped]

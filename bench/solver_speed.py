@@ -30,7 +30,6 @@ QUESTION_WORDS = ("ask ", "scenario ", "compare ", "sweep ", "search ", "  minim
 def vectorised() -> tuple[float, float]:
     import numpy as np
     import sympy as sp
-
     from planc.pipeline import compile_plan
     from planc.vector import evaluate_many, needed
 

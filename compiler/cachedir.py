@@ -20,6 +20,7 @@ Contract
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -122,10 +123,8 @@ def write_entry(name: str, payload: bytes) -> None:
         os.replace(tmp, directory / name)
     except OSError:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
 
 class _Restricted(pickle.Unpickler):

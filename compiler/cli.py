@@ -57,7 +57,7 @@ class _Plan(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except Exception as exc:  # noqa: BLE001 - the last net: report, never a traceback
+        except Exception as exc:
             internal_error(exc)
 
 
@@ -440,7 +440,7 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         sys.exit(2)
     el = result.lowered.elaborated
     names = [n for n in el.main_instances if "deployment" in el.kinds.get(n, ())]
-    if deployment is not None and deployment not in names or not names:
+    if (deployment is not None and deployment not in names) or not names:
         click.echo(f"error: no deployment `{deployment}` in {result.path}" if names else f"error: {result.path} has no deployment",
                    err=True)
         click.echo("  = help: " + (f"choose one of {', '.join(names)}" if names else "declare a `deployment`"), err=True)

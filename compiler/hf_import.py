@@ -37,9 +37,7 @@ from .source import LoadProblem, SourceFile, Span, read_source
 
 # Words of the plan grammar (`grammar/plan.lark`) that cannot name an instance.
 KEYWORDS = frozenset(
-    "and ask bool check compare derive else enum false for given if import in input kind let linear log10 "
-    "log2 map maximize minimize not or over require scenario scope search section solve source subject "
-    "summary sweep symbol then title to true".split()
+    ["and", "ask", "bool", "check", "compare", "derive", "else", "enum", "false", "for", "given", "if", "import", "in", "input", "kind", "let", "linear", "log10", "log2", "map", "maximize", "minimize", "not", "or", "over", "require", "scenario", "scope", "search", "section", "solve", "source", "subject", "summary", "sweep", "symbol", "then", "title", "to", "true"]
 )
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")

@@ -23,12 +23,13 @@ Contract
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from . import diagnostics as dx
 from .builtins import BUILTINS, sympy_function
@@ -39,8 +40,8 @@ from .source import Span
 if TYPE_CHECKING:
     import sympy as sp
 
-Number = Union[Fraction, float]
-Value = Union[Fraction, float, bool]
+Number = Fraction | float
+Value = Fraction | float | bool
 FLOAT_MAX = 1.7976931348623157e308
 _FLOAT_MAX_FRACTION = Fraction(FLOAT_MAX)
 _FLOAT_MIN_FRACTION = Fraction(2.2250738585072014e-308)  # the smallest normal float
@@ -328,10 +329,8 @@ def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Val
             holds = None
         left = right = None
         if isinstance(part, ir.Op) and part.op in _CMP:
-            try:
+            with contextlib.suppress(EvalError, KeyError):
                 left, right = (evaluate(a, trial) for a in part.args)
-            except (EvalError, KeyError):
-                pass
         rows.append((part, holds, left, right))
     rows.sort(key=lambda r: r[1] is not False)  # what fails beyond the answer first
     return beyond, rows
@@ -363,7 +362,7 @@ def _apply(expr: ir.Op, a: list[Any]) -> Value:
 
 
 def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
-    if isinstance(base, Fraction) and (base == 1 or base == 0 and exponent > 0):
+    if isinstance(base, Fraction) and (base == 1 or (base == 0 and exponent > 0)):
         return base  # exact whatever the exponent: 0^x and 1^x (a dense model's (1 − k/E)^T)
     if isinstance(exponent, Fraction) and exponent.denominator == 1 and isinstance(base, Fraction):
         if base == 0 and exponent < 0:

@@ -66,7 +66,7 @@ from typing import TypeAlias
 from .diagnostics import Diagnostic, Label, Severity
 from .source import SourceFile, Span
 
-JSONValue: TypeAlias = "str | int | None | list[JSONValue] | dict[str, JSONValue]"
+JSONValue: TypeAlias = "str | int | list[JSONValue] | dict[str, JSONValue] | None"
 
 TAB_WIDTH = 4
 NEARBY_LINES = 3

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from .lower import Lowered
+from .semantics import ir
 from .simulate import Engine, Router, SimResult, Workload, simulate
 from .vector import evaluate_many, needed
-from .semantics import ir
 
 ITERATION_INPUTS = ("decode_sequences", "decode_context", "chunk_tokens", "chunk_prompts", "chunk_context")
 ANALYTIC = {  # simulated statistic -> the deployment's analytic figure of the same operating point

@@ -248,10 +248,7 @@ def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, 
     arrivals = arrival_times(workload.rate, workload.arrival_cv, duration, rng)
     prompt, output = _lengths(workload, len(arrivals), rng)
     n = router.replicas
-    if router.policy == "random":
-        routes = rng.integers(0, n, len(arrivals))
-    else:
-        routes = np.arange(len(arrivals)) % n
+    routes = rng.integers(0, n, len(arrivals)) if router.policy == "random" else np.arange(len(arrivals)) % n
     cached = np.minimum(np.floor(workload.prefix_hit_rate * prompt), prompt - 1).astype(np.int64)
     requests = _Requests(prompt, output, cached)
     log = _IterationLog()

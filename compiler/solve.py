@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -40,7 +40,7 @@ from typing import Any
 from . import diagnostics as dx
 from .lower import EvalError, Lowered, evaluate, evaluate_node, lower, search_bounds
 from .semantics import ir
-from .semantics.elaborate import Elaborator, Instance, InstanceRef, elaborate, static_key
+from .semantics.elaborate import Elaborator, elaborate, static_key
 from .semantics.resolve import Program
 from .semantics.units import COUNTING_BASES, DIMENSIONLESS, Dim
 from .syntax import ast
@@ -881,7 +881,7 @@ class _Solver:
             n = math.prod(shape) if numeric_axes else 1
             vals = evaluate_many(variant.elaborated, variant.values, fixed,
                                  needed(variant.elaborated, exprs) | set(fixed))  # type: ignore[arg-type]
-            as_array = lambda e, kind: np.broadcast_to(np.asarray(vec_eval(e, vals), dtype=kind), (n,))  # noqa: E731
+            as_array = lambda e, kind, vals=vals, n=n: np.broadcast_to(np.asarray(vec_eval(e, vals), dtype=kind), (n,))  # noqa: E731
             objective = as_array(exprs[0], float)
             failed = np.full(n, -1)
             for k, c in enumerate(exprs[1:1 + len(q.constraints)]):
@@ -1221,7 +1221,7 @@ class _Probe:
         if any(ok[first_bad:end]):
             raise_nonmonotone(c)
         high = Fraction(grid[first_bad])
-        close = (lambda g, b: b - g <= 64) if self.integer else (lambda g, b: b - g <= abs(g) * LIMIT_TOLERANCE)  # noqa: E731
+        close = (lambda g, b: b - g <= 64) if self.integer else (lambda g, b: b - g <= abs(g) * LIMIT_TOLERANCE)
         g, b = self.narrow(lambda xs: self.holds_many(c, xs), grid[first_bad - 1] if first_bad else float(lo),
                            grid[first_bad], close, c)
         good, bad = Fraction(g), Fraction(b)
@@ -1389,7 +1389,7 @@ def _range_size(lo: float, hi: float, step: str) -> int:
     finite, lo <= hi, lo > 0 for a log step)."""
     if step in ("log2", "log10"):
         base = 2 if step == "log2" else 10
-        return int(math.floor((math.log(hi) - math.log(lo)) / math.log(base) + 1e-9)) + 1
+        return math.floor((math.log(hi) - math.log(lo)) / math.log(base) + 1e-9) + 1
     if lo.is_integer() and hi.is_integer() and 0 <= hi - lo <= 10_000:
         return int(hi - lo) + 1
     return 17
@@ -1413,13 +1413,13 @@ def _range_points(lo: float, hi: float, step: str) -> list[float]:
 def _finite_literal(e: ast.Expr, lowered: Lowered) -> bool:
     try:
         return math.isfinite(float(_literal_value(e, lowered)))
-    except Exception:  # noqa: BLE001 - an unknown unit is reported where the value is elaborated
+    except Exception:
         return False
 
 
 def _plain(x: Any) -> Any:
     """A numpy scalar as the Python value a table row holds (bool or float)."""
-    return bool(x) if getattr(x, "dtype", None) == bool else float(x)
+    return bool(x) if getattr(getattr(x, "dtype", None), "kind", "") == "b" else float(x)
 
 
 def _number_like(template: ast.Expr, value: float, dim: Any) -> ast.Expr:

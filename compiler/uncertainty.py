@@ -58,7 +58,7 @@ def propagate(lowered: Lowered) -> Uncertainty | None:
     from .vector import evaluate, evaluate_many
 
     k = len(inputs)
-    levels = max(2, int(math.floor(MAX_POINTS ** (1 / k) + 1e-9)))
+    levels = max(2, math.floor(MAX_POINTS ** (1 / k) + 1e-9))
     axes = []
     for n in inputs:
         low, high = el.nodes[n].interval  # type: ignore[misc]

@@ -280,7 +280,7 @@ def _with_batch(text: str, batch: int) -> str:
 
 def _p90(values: list[float]) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
 
 
 def _group(name: str, members: list[Prediction]) -> Group | None:

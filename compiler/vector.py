@@ -58,7 +58,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             if only is not None and node_id not in only:
                 continue
             if node_id in trials and node_id not in fixed:
-                values[node_id] = base[node_id] if node_id in base else np.nan
+                values[node_id] = base.get(node_id, np.nan)
                 varying.add(node_id)
                 continue
             if node_id in fixed:

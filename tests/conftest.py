@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 from planc.cachedir import cache_directory
 from planc.pipeline import Compilation, compile_plan
 

@@ -23,13 +23,13 @@ FLAGSHIP: dict[str, str] = {
 
 def current() -> dict[str, str]:
     """The table as the compiler computes it now."""
+    import tempfile
+    from pathlib import Path
+
     from planc.pipeline import compile_plan
     from planc.report.view import build_document
 
     from .conftest import REPO
-
-    import tempfile
-    from pathlib import Path
 
     out: dict[str, str] = {}
     text = (REPO / "examples" / "100m_dau.plan").read_text(encoding="utf-8")

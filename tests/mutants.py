@@ -229,7 +229,7 @@ def _one(args: tuple[int, str, str]) -> Outcome:
             report_json(document_json(doc, result))
         located = result.exit_code != 2 or any(d.is_error and d.primary is not None for d in result.diagnostics)
         return Outcome(index, result.exit_code, time.perf_counter() - start, "", located)
-    except BaseException as exc:  # noqa: BLE001 - what the fuzzer looks for
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         return Outcome(index, -1, time.perf_counter() - start,
@@ -243,7 +243,7 @@ def _init_worker() -> None:
 
     from planc.pipeline import compile_plan  # noqa: F401 - imports before the limit is measured
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     used = _vm_bytes()
     if used:
         limit = used + MEMORY_LIMIT
@@ -271,10 +271,10 @@ def check_many(texts: list[str], workers: int | None = None) -> tuple[list[Outco
 
     workers = workers or max(1, min(os.cpu_count() or 1, 4))
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with tempfile.TemporaryDirectory(prefix="plan-mutants-") as tmp:
-        with ctx.Pool(workers, initializer=_init_worker, maxtasksperchild=200) as pool:
-            outcomes = pool.map(_one, [(i, t, tmp) for i, t in enumerate(texts)], chunksize=4)
-            peaks = pool.map(_worker_peak, range(workers * 4))
+    with (tempfile.TemporaryDirectory(prefix="plan-mutants-") as tmp,
+          ctx.Pool(workers, initializer=_init_worker, maxtasksperchild=200) as pool):
+        outcomes = pool.map(_one, [(i, t, tmp) for i, t in enumerate(texts)], chunksize=4)
+        peaks = pool.map(_worker_peak, range(workers * 4))
     return outcomes, max(peaks)
 
 

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from planc.report import ahead as ahead_module
 from planc.report.ahead import ahead
 
@@ -62,7 +61,6 @@ def test_a_child_that_dies_or_returns_what_does_not_pickle_leaves_the_work_to_th
 @needs_two
 def test_the_html_report_is_the_same_with_and_without_the_second_process(tmp_path: Path) -> None:
     from click.testing import CliRunner
-
     from planc.cli import main
 
     example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"

@@ -7,7 +7,6 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from planc.builtins import erlang_c, sympy_function
 
 
@@ -48,7 +47,6 @@ def test_sympy_form_evaluates_numerically() -> None:
 
 def test_the_vectorised_form_agrees_with_the_scalar_one() -> None:
     import numpy as np
-
     from planc.builtins import erlang_c_many
 
     cases = [(4, 3), (1, 0.5), (60, 59.9), (5000, 4990), (5000, 2500), (5000, 4000), (100_000, 99_000),
@@ -66,7 +64,6 @@ def test_the_vectorised_form_agrees_with_the_scalar_one() -> None:
 @given(st.integers(1, 3000), st.floats(0.01, 1.2))
 def test_vectorised_matches_scalar_everywhere(c: int, rho: float) -> None:
     import numpy as np
-
     from planc.builtins import erlang_c_many
 
     assert float(erlang_c_many(np.array([float(c)]), np.array([rho * c]))[0]) == pytest.approx(

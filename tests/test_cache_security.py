@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from planc import cachedir
 from planc.cachedir import cache_directory, read_entry, write_entry
 from planc.source import SourceFile

@@ -29,7 +29,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from planc.diagnostics import Diagnostic
 from planc.pipeline import Compilation, compile_plan
 from planc.render_diagnostics import render_human

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from planc.cli import main
 
 from .conftest import REPO

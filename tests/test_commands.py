@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from planc.cli import main
 from planc.diagnostics import CODES
 
-from .flagship import FLAGSHIP as FIGURES
 from .conftest import REPO
+from .flagship import FLAGSHIP as FIGURES
 
 EXAMPLE = REPO / "examples" / "100m_dau.plan"
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from planc.diagnostics import Severity
-from planc.semantics import ir
 from planc.pipeline import compile_plan
+from planc.semantics import ir
 
 from .conftest import REPO
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from planc.lower import search_bounds
 from planc.pipeline import Compilation, compile_plan
 from planc.replay import replay
@@ -75,7 +74,7 @@ def test_the_operating_point_is_the_fixed_point_of_littles_law(compile_text: Cal
 
 def test_lengths_are_lognormals_with_the_given_mean_and_p99(compile_text: Callable[[str], Compilation]) -> None:
     v = values(compile_text(plan("chat", 0.6)))
-    mu, sigma = lognormal_fit(1000, 6000)  # the simulator's own fit
+    _mu, sigma = lognormal_fit(1000, 6000)  # the simulator's own fit
     assert v["t.prompt_sigma"] == pytest.approx(sigma, rel=1e-12)
     rng = np.random.default_rng(1)
     out = rng.lognormal(math.log(250) - v["t.output_sigma"] ** 2 / 2, v["t.output_sigma"], 2_000_000)
@@ -122,7 +121,6 @@ def test_the_analytic_model_agrees_with_the_simulator(tmp_path: Path, workload: 
 
 def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: Path) -> None:
     from click.testing import CliRunner
-
     from planc.cli import main
 
     path = tmp_path / "p.plan"

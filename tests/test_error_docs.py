@@ -19,7 +19,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from planc.diagnostics import CODES
 from planc.hf_import import Imported, import_config
 from planc.pipeline import Compilation, compile_plan

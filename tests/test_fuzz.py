@@ -37,7 +37,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 from lark import Lark
-
 from planc.diagnostics import Diagnostic, Label
 from planc.pipeline import compile_plan
 from planc.render_diagnostics import render_human, render_json, render_short

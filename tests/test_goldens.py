@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from planc.pipeline import compile_plan
 from planc.report.markdown import render_markdown
 from planc.report.view import build_document

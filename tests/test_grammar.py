@@ -7,7 +7,6 @@ import logging
 from importlib import resources
 
 from lark import Lark, logger
-
 from planc.source import SourceFile
 from planc.syntax import ast
 from planc.syntax.parser import parse

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from planc.cli import main
 from planc.pipeline import compile_plan
 from planc.render_diagnostics import render_human, render_short

@@ -12,7 +12,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-
 from planc import diagnostics as dx
 from planc.pipeline import Compilation, compile_plan
 from planc.semantics.resolve import load_program

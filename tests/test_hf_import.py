@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
 from planc.cli import main
 from planc.hf_import import ARCHITECTURES, import_config
 from planc.pipeline import compile_plan

@@ -16,9 +16,9 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from click.testing import CliRunner
 from markupsafe import escape
 from planc.cli import main
 from planc.pipeline import Compilation, compile_plan

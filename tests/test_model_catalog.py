@@ -12,7 +12,6 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-
 from planc.pipeline import Compilation, compile_plan
 
 REPO = Path(__file__).resolve().parent.parent

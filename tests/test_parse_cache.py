@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from planc.cachedir import cache_directory
 from planc.source import SourceFile
 from planc.syntax import cache, parser

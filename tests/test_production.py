@@ -8,7 +8,6 @@ import math
 from fractions import Fraction
 
 import pytest
-
 from planc.pipeline import compile_plan
 
 from .conftest import REPO

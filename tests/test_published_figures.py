@@ -11,7 +11,6 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
-
 from planc.pipeline import Compilation
 
 PLAN = """

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import pytest
 from fractions import Fraction
 
+import pytest
 import sympy as sp
-
 from planc.pipeline import Compilation
 
 

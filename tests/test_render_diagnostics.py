@@ -6,13 +6,12 @@ import json
 import re
 
 import pytest
-
 from planc.diagnostics import (
     DUPLICATE_NAME,
     FILE_MISSING,
+    INFEASIBLE,
     UNEXPECTED_EOF,
     UNKNOWN_NAME,
-    INFEASIBLE,
     Diagnostic,
     Label,
 )

@@ -8,11 +8,18 @@ import re
 from dataclasses import fields
 
 import pytest
-
 from planc.pipeline import compile_plan
 from planc.report.markdown import render_json
-from planc.report.view import (CheckView, QuantityView, QuestionView, SensitivityView, SummaryView,
-                               UncertaintyView, build_document, document_json)
+from planc.report.view import (
+    CheckView,
+    QuantityView,
+    QuestionView,
+    SensitivityView,
+    SummaryView,
+    UncertaintyView,
+    build_document,
+    document_json,
+)
 
 from .conftest import REPO
 

@@ -9,7 +9,6 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from planc.pipeline import Compilation
 from planc.report.view import build_document
 from planc.solve import AskAnswer, TableAnswer
@@ -322,8 +321,9 @@ def test_elasticities_are_log_derivatives_where_the_plan_stays_valid(compile_tex
 
 
 def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: Callable[[str], Compilation]) -> None:
-    from .conftest import REPO
     from planc.pipeline import compile_plan
+
+    from .conftest import REPO
 
     c = compile_plan(REPO / "examples" / "100m_dau.plan")
     devices = dict(next(s for s in c.sensitivities if s.target == "chat.devices").entries)
@@ -347,8 +347,9 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
 def test_a_small_fleet_still_shows_what_pushes_it() -> None:
     """17 devices are a ceiling: 1 % more traffic does not reach the 18th, yet the count is as
     proportional to the traffic as a large fleet's. Sensitivities relax the ceilings."""
-    from .conftest import REPO
     from planc.pipeline import compile_plan
+
+    from .conftest import REPO
 
     c = compile_plan(REPO / "examples" / "recommender.plan")
     assert c.lowered is not None and c.lowered.values["rank.devices"] == 17
@@ -404,8 +405,9 @@ def test_a_constant_of_a_kind_is_not_an_assumption() -> None:
     """The MLA decoder derives `kv_shards = 1` (every TP rank holds the whole latent): a
     definition, like a `spec`. The split of the KV cache then depends on no assumption at all,
     and the report has no sensitivity table for it."""
-    from .conftest import REPO
     from planc.pipeline import compile_plan
+
+    from .conftest import REPO
 
     c = compile_plan(REPO / "examples" / "mla_deepseek_v3.plan")
     assert c.lowered is not None and c.lowered.elaborated.nodes["deepseek_v3.kv_shards"].is_definition

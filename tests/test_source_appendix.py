@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from planc.pipeline import Compilation
 from planc.report.html import render_html
 from planc.report.markdown import render_markdown

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
-
 from planc.pipeline import Compilation
 from planc.report.markdown import render_markdown
 from planc.report.view import build_document

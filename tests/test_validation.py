@@ -17,14 +17,12 @@ import re
 from pathlib import Path
 
 import pytest
-
 from planc import validate as v
 
 from .conftest import REPO
 
 ROWS = REPO / "validation" / "rows"
-HEADER = ("id,metric,value,unit,model,hf_id,gpu,gpus,tp,pp,ep,engine,engine_version,weights,compute,kv,batch,"
-          "input_tokens,output_tokens,context,source,setup,quote,profile").split(",")
+HEADER = ["id", "metric", "value", "unit", "model", "hf_id", "gpu", "gpus", "tp", "pp", "ep", "engine", "engine_version", "weights", "compute", "kv", "batch", "input_tokens", "output_tokens", "context", "source", "setup", "quote", "profile"]
 METRICS = {"decode_step", "ttft", "prefill", "static_throughput", "max_throughput", "e2e_latency"}
 PROFILES = v.profiles()
 _GITHUB = re.compile(r"^github:[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S")
@@ -94,7 +92,7 @@ def test_fidelity_report_is_current(scored: tuple[list[v.Prediction], list[v.Gro
 
 
 def test_the_profiles_are_the_stdlibs_engines() -> None:
-    assert PROFILES >= {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"}
+    assert {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"} <= PROFILES
 
 
 def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
@@ -103,7 +101,7 @@ def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
                                       + "y,decode_step,5,ms,llama-3.1-8b,,h200,1,1,1,,vllm,,bf16,,,1,1; import,1,,https://e,,q,\n"
                                       + "z,decode_step,5,ms,llama-3.1-8b,,h200,1,1,1,,vllm,,bf16,,,1,1,1,,https://e,,q,evil{\n",
                                       encoding="utf-8")
-    rows, problems = v.load_rows(tmp_path)
+    rows, _problems = v.load_rows(tmp_path)
     predictions = {p.row.id: p for p in v.predict(rows)}
     assert predictions["x"].problem == "value is not a number"
     assert predictions["y"].problem == "parallelism, batch or lengths are not whole numbers"

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
-
 from planc.pipeline import Compilation
 from planc.semantics import ir
 from planc.vector import evaluate_many

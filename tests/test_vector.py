@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-
 from planc.pipeline import Compilation, compile_plan
 from planc.semantics.units import Dim
 from planc.vector import evaluate_many

@@ -118,7 +118,7 @@ def _matched(base: list[tuple[str, Any]], head: list[tuple[str, Any]], text: Any
     rows = []
     for key, h in head:
         b = before.get(key)
-        extra = dict(source=h.source or "", location=h.location) if described else {}
+        extra = {"source": h.source or "", "location": h.location} if described else {}
         if b is None:
             rows.append(ChangeRow(key, "", text(h), "new", True, **extra))
             continue

@@ -32,8 +32,8 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from ..semantics import ir
-from ..solve import pareto_front
 from ..semantics.units import Dim, format_quantity, unit_scale
+from ..solve import pareto_front
 
 FIGSIZE = (6.0, 3.5)
 TOP_SENSITIVITIES = 8
@@ -643,7 +643,7 @@ def _ranges(lowered: Any, uncertainty: Any) -> Figure | None:
     title = "Headline results over the input ranges"
     fig, ax = _new(title)
     y = np.arange(len(rows))
-    for yi, (label, nominal, interval, dim, unit) in zip(y, rows):
+    for yi, (_label, nominal, interval, dim, unit) in zip(y, rows):
         low, high = (100 * (v / nominal - 1) for v in (interval.low, interval.high))
         ax.barh(yi, high - low, left=low, height=0.45, color=_BLUE if interval.monotone else _ORANGE, alpha=0.8)
         ax.annotate(_tx(f"{_q(interval.low, dim, unit)} – {_q(interval.high, dim, unit)}"), ((low + high) / 2, yi - 0.25),
@@ -771,7 +771,7 @@ def _label_points(fig: Any, ax: Any, labels: list[tuple[tuple[float, float], str
             if costs[-1] == 0:
                 break
         dx, dy, ha, va = _LABEL_SPOTS[costs.index(min(costs))]
-        leader = dict(arrowstyle="-", color=_RED, linewidth=0.4, shrinkA=0, shrinkB=3) if abs(dy) > 5 else None
+        leader = {"arrowstyle": "-", "color": _RED, "linewidth": 0.4, "shrinkA": 0, "shrinkB": 3} if abs(dy) > 5 else None
         note = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", fontsize=6.5, color=_RED,
                            ha=ha, va=va, arrowprops=leader)
         placed.append(note.get_window_extent())

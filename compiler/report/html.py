@@ -28,6 +28,7 @@ from .placement import parts as document_parts
 from .templating import environment, template_source
 from .view import DocumentView, QuantityView, QuestionView
 
+
 class FigureLike(Protocol):
     name: str
     title: str

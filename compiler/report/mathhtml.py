@@ -65,7 +65,7 @@ def latex_to_html(tex: str, inline: bool) -> str:
 def _render(tex: str, inline: bool) -> str:
     try:
         body, _height = _Writer().row(list(to_mathml(tex, inline)))
-    except Exception:  # noqa: BLE001 - any failure of the converter degrades to the source
+    except Exception:
         return fallback(tex)
     kind = "math inline" if inline else "math"
     return f'<span class="{kind}" data-tex="{html.escape(" ".join(tex.split()), quote=True)}">{body}</span>'

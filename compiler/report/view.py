@@ -14,11 +14,10 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from .. import __version__
-from fractions import Fraction
-
 from ..lower import Lowered, Outcome, Value
 from ..pipeline import Compilation
 from ..semantics import ir
@@ -486,7 +485,7 @@ def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
 
     keyword = type(q).__name__.removesuffix("Stmt").lower()
     title = getattr(q, "title", "") or (" ".join(q.span.text.split()) if keyword == "solve" else keyword)
-    base = dict(keyword=keyword, title=title, text=" ".join(q.span.text.split()), location=location(q.span))
+    base = {"keyword": keyword, "title": title, "text": " ".join(q.span.text.split()), "location": location(q.span)}
     if isinstance(ans, AskAnswer):
         return _ask_view(base, ans, b)
     if isinstance(ans, SolveAnswer):
@@ -547,7 +546,7 @@ def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, 
         if c.op == "largest":  # the part of the search's condition that fails one step past its answer
             free = c.branches[0]
             def side(part: Any, value: Any) -> str:
-                holds, left, right, beyond = value
+                holds, left, right, _beyond = value
                 verdict = {True: "holds", False: "fails", None: "undefined"}[holds]
                 if left is not None and right is not None and isinstance(part, ir.Op):
                     dim = part.args[0].dim

@@ -20,7 +20,7 @@ import difflib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Union
+from typing import Any
 
 from .. import diagnostics as dx
 from ..source import Span
@@ -115,8 +115,8 @@ class MapRef:
     field: str
 
 
-Static = Union[ir.EnumValue, InstanceRef, ir.StaticBool, EnumTypeRef, MapRef]
-Value = Union[ir.Expr, Static]
+Static = ir.EnumValue | InstanceRef | ir.StaticBool | EnumTypeRef | MapRef
+Value = ir.Expr | Static
 
 
 @dataclass(frozen=True)

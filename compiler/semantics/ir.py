@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Union
 
 from ..source import Span
 from ..syntax import ast
 from .units import Dim
 
 BOOL = "bool"
-Type = Union[Dim, str]  # a dimension, or BOOL
+Type = Dim | str  # a dimension, or BOOL
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +51,7 @@ class Op:
     span: Span
 
 
-Expr = Union[Lit, Ref, Op]
+Expr = Lit | Ref | Op
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,7 +137,7 @@ class _Loader:
 
     def _import(self, stmt: ast.Import, importer: Path) -> None:
         name = stmt.path if stmt.path.endswith(".plan") else stmt.path + ".plan"
-        relative = name.startswith("./") or name.startswith("../")
+        relative = name.startswith(("./", "../"))
         base = importer.parent if relative else self.stdlib
         try:
             target = (base / name).resolve()

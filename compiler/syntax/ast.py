@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Union
 
 from ..source import Span
 
@@ -125,7 +124,7 @@ class Where:
     bindings: tuple[Assignment, ...]
 
 
-Expr = Union[Name, Attribute, Index, Number, Bool, Unary, BinOp, Compare, BoolOp, Call, If, Uncertain, Where]
+Expr = Name | Attribute | Index | Number | Bool | Unary | BinOp | Compare | BoolOp | Call | If | Uncertain | Where
 
 # ---- annotations, types and paths ---------------------------------------------------------
 
@@ -162,7 +161,7 @@ class MapType:
     words_span: Span
 
 
-TypeRef = Union[BoolType, UnitType, MapType]
+TypeRef = BoolType | UnitType | MapType
 
 
 @dataclass(frozen=True)
@@ -302,7 +301,7 @@ class Section:
     items: tuple[KindItem, ...]
 
 
-KindItem = Union[InputDecl, DeriveDecl, RequireDecl, FindingDecl, LeverDecl, Section]
+KindItem = InputDecl | DeriveDecl | RequireDecl | FindingDecl | LeverDecl | Section
 
 
 @dataclass(frozen=True)
@@ -444,8 +443,8 @@ class SearchStmt:
     plot: Plot | None
 
 
-Question = Union[CheckStmt, SolveStmt, AskStmt, ScenarioStmt, CompareStmt, SweepStmt, SearchStmt]
-Statement = Union[Import, Meta, EnumDecl, KindDecl, InstanceDecl, LetDecl, SummaryStmt, LeverDecl, Question]
+Question = CheckStmt | SolveStmt | AskStmt | ScenarioStmt | CompareStmt | SweepStmt | SearchStmt
+Statement = Import | Meta | EnumDecl | KindDecl | InstanceDecl | LetDecl | SummaryStmt | LeverDecl | Question
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ def grammar_digest() -> str:
     digest = hashlib.sha256(__version__.encode())
     digest.update(resources.files("planc.grammar").joinpath("plan.lark").read_bytes())
     here = Path(__file__).parent
-    for source in [*sorted(here.glob("*.py")), here.parent / "source.py"]:  # changed classes invalidate pickles
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    for path in [*sorted(here.glob("*.py")), here.parent / "source.py"]:  # changed classes invalidate pickles
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
