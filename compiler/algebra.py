@@ -55,7 +55,10 @@ def isolate(lowered: Lowered, constraint: ir.Expr, unknown: str, value: Any,
     root = min(roots, key=lambda r: abs(float(r) - float(value)))
     names = {x: "\\mathrm{" + name.replace("_", "\\_") + "}"}
     relation = _RELATIONS[constraint.op]
-    shown = lambda e: sp.latex(_whole(sp.N(e, 6)), symbol_names=names)  # noqa: E731
+
+    def shown(e: Any) -> str:
+        return str(sp.latex(_whole(sp.N(e, 6)), symbol_names=names))
+
     steps = [
         ("on the active piece, with the plan's values", f"{shown(left)} {relation} {shown(right)}"),
         ("rearranged", f"{shown(numerator)} = 0" if numerator != g else f"{shown(g)} = 0"),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 MAX_SERVERS = 10_000_000
@@ -133,8 +134,9 @@ def normal_quantile_many(p: Any) -> Any:
     return np.asarray(np.frompyfunc(lambda v: inv(v) if 0 < v < 1 else math.nan, 1, 1)(np.asarray(p, dtype=float)), dtype=float)
 
 
-BUILTINS = {"erlang_c": erlang_c, "normal_cdf": normal_cdf, "normal_quantile": normal_quantile}
-MANY = {"erlang_c": erlang_c_many, "normal_cdf": normal_cdf_many,  # the same builtins on numpy arrays
+BUILTINS: dict[str, Callable[..., float]] = {"erlang_c": erlang_c, "normal_cdf": normal_cdf,
+                                             "normal_quantile": normal_quantile}
+MANY: dict[str, Callable[..., Any]] = {"erlang_c": erlang_c_many, "normal_cdf": normal_cdf_many,  # the same builtins on numpy arrays
         "normal_quantile": normal_quantile_many}
 ARITY = {"erlang_c": 2, "normal_cdf": 1, "normal_quantile": 1}
 

@@ -111,7 +111,7 @@ class Lowered:
         """The node's sympy expression over the symbols of the nodes it references."""
         if node_id not in self._local:
             self._local[node_id] = to_sympy(self.elaborated.nodes[node_id].expr, self.symbols)
-        return self._local[node_id]  # type: ignore[no-any-return]
+        return self._local[node_id]
 
     def full(self, node_id: str) -> sp.Expr:
         """The node's sympy expression over input symbols only."""
@@ -122,7 +122,7 @@ class Lowered:
             else:
                 subs = {self.symbols[d]: self.full(d) for d in node.deps}
                 self._full[node_id] = self.local(node_id).xreplace(subs)
-        return self._full[node_id]  # type: ignore[no-any-return]
+        return self._full[node_id]
 
 
 # ---- the symbolic form --------------------------------------------------------------------
@@ -224,15 +224,15 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
     free, low_expr, high_expr, cond, step_expr = expr.args
     assert isinstance(free, ir.Ref)
     start, step = evaluate(low_expr, values), evaluate(step_expr, values)
-    if not step > 0:  # type: ignore[operator]
+    if not step > 0:
         raise EvalError(step_expr.span, "not a real number", "the step of a search must be positive")
-    origin = math.ceil(start / step) if step == 1 else 0  # type: ignore[operator]
+    origin = math.ceil(start / step) if step == 1 else 0
     base = Fraction(0) if step == 1 else start  # whole values from ceil(low); else low + k·step
-    low, high = origin, math.floor((evaluate(high_expr, values) - base) / step)  # type: ignore[operator]
+    low, high = origin, math.floor((evaluate(high_expr, values) - base) / step)
     trials = ir.trial_nodes(elaborated, node_id)
 
     def at(k: int) -> Any:
-        return base + k * step  # type: ignore[operator]
+        return base + k * step
 
     def holds(k: int) -> bool:
         values[free.node] = at(k)
@@ -302,7 +302,7 @@ def _show_plain(x: Any) -> str:
 
 
 def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]
-                  ) -> tuple[Fraction | None, list[tuple[ir.Expr, bool | None, Value | None, Value | None]]]:
+                  ) -> tuple[Value | None, list[tuple[ir.Expr, bool | None, Value | None, Value | None]]]:
     """What stops a `largest` at its answer: the parts of its condition (an `and` of comparisons,
     followed through the boolean quantities it names) at the next whole value, each with whether
     it holds there and both its sides. `(None, [])` when the answer is the range's end."""
@@ -311,8 +311,8 @@ def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Val
     free, _, high_expr, cond, step_expr = expr.args
     assert isinstance(free, ir.Ref)
     answer, step = values[node_id], evaluate(step_expr, values)
-    beyond = answer + step  # type: ignore[operator]
-    if beyond > evaluate(high_expr, values):  # type: ignore[operator]
+    beyond = answer + step
+    if beyond > evaluate(high_expr, values):
         return None, []
     trial = dict(values)
     trial[free.node] = beyond
@@ -385,7 +385,8 @@ def _power(expr: ir.Op, base: Number, exponent: Number) -> Number:
     if base < 0:
         raise EvalError(expr.span, "not a real number", "a negative number to a fractional power")
     try:
-        return float(base) ** float(exponent)
+        result: float = float(base) ** float(exponent)
+        return result
     except (OverflowError, ZeroDivisionError) as exc:
         raise EvalError(expr.span, "overflow", str(exc)) from None
 
@@ -399,7 +400,7 @@ def _transcendental(expr: ir.Op, x: Number, *rest: Number) -> Number:
     op = expr.op
     if op in BUILTINS:
         try:
-            return BUILTINS[op](float(x), *(float(r) for r in rest))
+            return float(BUILTINS[op](float(x), *(float(r) for r in rest)))
         except ValueError as exc:
             raise EvalError(expr.span, "not a real number", str(exc)) from None
     if op == "sqrt":
@@ -475,8 +476,8 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     _advisories(out, failed, sink)
     if _requirements(out, failed, sink):
         return out
-    for node, exc in problems:
-        sink.add(_diagnostic(node.id, node.decl_span, exc))
+    for node, problem in problems:
+        sink.add(_diagnostic(node.id, node.decl_span, problem))
     if failed:
         return out
     for check in elaborated.checks:
@@ -551,7 +552,7 @@ def _outcome(expr: ir.Expr, out: Lowered, label: str | None) -> Outcome:
     left = right = None
     if isinstance(expr, ir.Op) and expr.op in _CMP:
         left, right = (evaluate(a, out.values) for a in expr.args)
-    return Outcome(expr, holds, left, right, label)  # type: ignore[arg-type]
+    return Outcome(expr, holds, left, right, label)
 
 
 def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:

@@ -52,14 +52,14 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
     v = lowered.values
 
     def value(field: str) -> float:
-        return float(v[f"{deployment}.{field}"])  # type: ignore[arg-type]
+        return float(v[f"{deployment}.{field}"])
 
     traffic = _instance_of(lowered, f"{deployment}.traffic")
     workload = Workload(
         rate=value("peak_replica_rate") * replicas,
-        prompt_mean=float(v[f"{traffic}.prompt_tokens"]), prompt_p99=float(v[f"{traffic}.prompt_tokens_p99"]),  # type: ignore[arg-type]
-        output_mean=float(v[f"{traffic}.output_tokens"]), output_p99=float(v[f"{traffic}.output_tokens_p99"]),  # type: ignore[arg-type]
-        arrival_cv=float(v[f"{traffic}.arrival_cv"]), prefix_hit_rate=value("prefix_hit_rate"),  # type: ignore[arg-type]
+        prompt_mean=float(v[f"{traffic}.prompt_tokens"]), prompt_p99=float(v[f"{traffic}.prompt_tokens_p99"]),
+        output_mean=float(v[f"{traffic}.output_tokens"]), output_p99=float(v[f"{traffic}.output_tokens_p99"]),
+        arrival_cv=float(v[f"{traffic}.arrival_cv"]), prefix_hit_rate=value("prefix_hit_rate"),
         max_context=int(value("context")),
     )
     engine = Engine(max_num_seqs=int(value("max_num_seqs")), token_budget=int(value("prefill_chunk")),

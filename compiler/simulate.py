@@ -320,7 +320,7 @@ class _IterationLog:
     COLUMNS = ("start", "duration", "decodes", "prefill", "emitted", "running", "kv_tokens")
 
     def __init__(self) -> None:
-        self.columns = [array("d"), array("d")] + [array("q") for _ in range(5)]
+        self.columns: list[array[Any]] = [array("d"), array("d")] + [array("q") for _ in range(5)]
         appends = [column.append for column in self.columns]
         a, b, c, d, e, f, g = appends
 

@@ -392,7 +392,7 @@ class _Solver:
             if fails.value is None or fails.beyond is None:
                 return c, lows
             lows.append(Limit(c, fails.beyond, probe.sides(c, fails.beyond), beyond=fails.value))
-        start = max((lim.value for lim in lows), default=lo)
+        start = max((lim.value for lim in lows if lim.value is not None), default=lo)
         for c in constraints:
             if not probe.holds(c, start):
                 return c, sorted(lows, key=lambda lim: lim.value)  # type: ignore[arg-type, return-value]
@@ -538,7 +538,7 @@ class _Solver:
                 if e.op not in ("max", "min", "if"):
                     continue
                 branches = list(e.args[1:]) if e.op == "if" else list(e.args)
-                values = []
+                values: list[Any] = []
                 for b in branches:
                     try:
                         values.append(evaluate(b, lowered.values))
@@ -872,16 +872,20 @@ class _Solver:
             variant = self.variant(overrides, q.span) if overrides else self.base
             if variant is None:
                 continue
-            exprs = [self.expr_in(e, variant) for e in (objective_path, *q.constraints, *plot_paths)]
-            if any(e is None for e in exprs):
+            found = [self.expr_in(e, variant) for e in (objective_path, *q.constraints, *plot_paths)]
+            exprs = [e for e in found if e is not None]
+            if len(exprs) != len(found):
                 return None
             grids = np.meshgrid(*[np.array([float(_literal_value(p, variant)) for p in pts]) for _, pts in numeric_axes],
                                 indexing="ij") if numeric_axes else []
             fixed = {node_id: g.ravel() for (node_id, _), g in zip(numeric_axes, grids)}
             n = math.prod(shape) if numeric_axes else 1
             vals = evaluate_many(variant.elaborated, variant.values, fixed,
-                                 needed(variant.elaborated, exprs) | set(fixed))  # type: ignore[arg-type]
-            as_array = lambda e, kind, vals=vals, n=n: np.broadcast_to(np.asarray(vec_eval(e, vals), dtype=kind), (n,))  # noqa: E731
+                                 needed(variant.elaborated, exprs) | set(fixed))
+
+            def as_array(e: ir.Expr, kind: type, vals: dict[str, Any] = vals, n: int = n) -> Any:
+                return np.broadcast_to(np.asarray(vec_eval(e, vals), dtype=kind), (n,))
+
             objective = as_array(exprs[0], float)
             failed = np.full(n, -1)
             for k, c in enumerate(exprs[1:1 + len(q.constraints)]):
@@ -937,11 +941,16 @@ class _Solver:
         own = [k for k, p in enumerate(plot_axes) if p.dotted != q.target.dotted]
         table.columns += [(plot_axes[k].dotted, *self._dim_of(q.subject, plot_axes[k])) for k in own]
         table.plot_columns = tuple(2 + own.index(k) if k in own else 0 for k in range(len(plot_axes)))
-        axis_value = lambda b, i: [float(e[i]) for e in blocks[b][4]]  # noqa: E731
-        extra = lambda b, i: [axis_value(b, i)[k] for k in own]  # noqa: E731
+
+        def axis_value(b: int, i: int) -> list[float]:
+            return [float(e[i]) for e in blocks[b][4]]
+
+        def extra(b: int, i: int) -> list[float]:
+            return [axis_value(b, i)[k] for k in own]
+
         front: list[tuple[int, int]] = []
         if len(plot_axes) == 2 and feasible:
-            points = [(*axis_value(b, i)[:2], b, i) for _, b, i in feasible]
+            points = [(axis_value(b, i)[0], axis_value(b, i)[1], b, i) for _, b, i in feasible]
             front = [(points[k][2], points[k][3]) for k in pareto_front([(x, y) for x, y, _, _ in points])]
         shown = [(b, i) for _, b, i in ranked]
         shown += [bi for bi in front if bi not in shown]  # the whole Pareto front is listed
@@ -1109,7 +1118,7 @@ class _Probe:
         return None, None
 
     def lowest(self) -> Any:
-        return Fraction(1) if self.integer else Fraction(1, 10**6) * max(Fraction(self.lowered.values[self.unknown]), 1)
+        return Fraction(1) if self.integer else Fraction(1, 10**6) * max(Fraction(self.lowered.values[self.unknown]), Fraction(1))
 
     def many(self, e: ir.Expr, xs: list[float], dtype: type) -> Any:
         """An expression at many points in one vectorised pass (float64, for bracketing)."""
@@ -1121,7 +1130,7 @@ class _Probe:
         self.samples += len(xs)
         values = evaluate_many(self.el, self.lowered.values, {self.unknown: np.array(xs, dtype=float)},
                                needed(self.el, [e, *self.requirements]) | {self.unknown})
-        out = np.broadcast_to(np.asarray(vec_eval(e, values), dtype=dtype), (len(xs),))
+        out: Any = np.broadcast_to(np.asarray(vec_eval(e, values), dtype=dtype), (len(xs),))
         allowed = np.ones(len(xs), dtype=bool)
         for r in self.requirements:
             allowed &= np.broadcast_to(np.asarray(vec_eval(r, values), dtype=bool), (len(xs),))
@@ -1259,7 +1268,10 @@ class _Probe:
             return None
         k = min(crossings, key=lambda i: abs(i - 40))
         near = k + 1 if k < 40 else k - 1  # the neighbour towards x0, still on x0's side
-        same_side = lambda pts: [bool(np.isfinite(v) and np.sign(v) == s0) for v in self.many(diff, pts, float)]  # noqa: E731
+
+        def same_side(pts: Any) -> list[bool]:
+            return [bool(np.isfinite(v) and np.sign(v) == s0) for v in self.many(diff, pts, float)]
+
         a, b = self.narrow(same_side, xs[near], xs[k], lambda g, h: abs(h - g) <= ROOT_TOLERANCE * max(abs(g), 1e-300))
 
         def f(x: float) -> float | None:

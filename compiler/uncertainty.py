@@ -75,15 +75,15 @@ def propagate(lowered: Lowered) -> Uncertainty | None:
         if node_id not in affected or el.nodes[node_id].dim == ir.BOOL:
             continue
         _record(out, node_id, values[node_id], shape)
-    n = out.points
+    points = out.points
     for check in el.checks:
-        held = np.broadcast_to(np.asarray(evaluate(check.expr, values), dtype=bool), (n,))
+        held = np.broadcast_to(np.asarray(evaluate(check.expr, values), dtype=bool), (points,))
         out.checks.append(float(held.mean()))
     for expr in el.summary:
         if expr.dim == ir.BOOL or not (set(ir.refs(expr)) & affected):
             out.summary.append(None)
             continue
-        arr = np.broadcast_to(np.asarray(evaluate(expr, values), dtype=float), (n,))
+        arr = np.broadcast_to(np.asarray(evaluate(expr, values), dtype=float), (points,))
         out.summary.append(_interval(arr.reshape(shape)))
     return out
 

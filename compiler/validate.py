@@ -25,7 +25,7 @@ import json
 import re
 import statistics
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -167,7 +167,7 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
     tp, pp, batch = _count(row["tp"], 1), _count(row["pp"], 1), _count(row["batch"], 1)
     ep = _count(row["ep"], tp)
     prompt, output, context = row["input_tokens"], row["output_tokens"], row["context"]
-    if None in (tp, pp, ep, batch) or not all(_NUMBER.match(x) for x in (prompt or "1", output or "1", context or "1")):
+    if tp is None or pp is None or ep is None or batch is None or not all(_NUMBER.match(x) for x in (prompt or "1", output or "1", context or "1")):
         return None, "parallelism, batch or lengths are not whole numbers"
     if context:  # a decode step measured at a stated context
         prompt, output = context, "1"
@@ -265,7 +265,7 @@ def predict(rows: Iterable[Row]) -> list[Prediction]:
     return out
 
 
-def _admitted(row: Row, values: dict[str, object]) -> int:
+def _admitted(row: Row, values: Mapping[str, object]) -> int:
     """Requests the engine runs together: the requests there are, at most its cap, and as many
     whole sequences (prompt and output) as its KV budget holds."""
     requests = _count(row["batch"]) or 10**9

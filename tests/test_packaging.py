@@ -49,3 +49,16 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
     where = subprocess.run([str(py), "-c", "import planc, pathlib; print(pathlib.Path(planc.__file__).parent)"],
                            capture_output=True, text=True, check=True).stdout.strip()
     assert Path(where).is_relative_to(env_dir)
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    """The README's second command (set up, lint, types, tests) is the last line of `.ci/run`."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"```sh\n(.+?)\n```", readme)
+    assert len(commands) >= 2 and "pytest" in commands[1]
+    for step in ("ruff check", "mypy", "pytest"):
+        assert step in commands[1]
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    assert script[-1] == commands[1]

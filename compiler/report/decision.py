@@ -23,6 +23,7 @@ from ..lower import Stated
 from ..pipeline import Compilation
 from ..semantics import ir
 from ..semantics.units import Dim, format_number, format_quantity
+from ..syntax import ast
 
 
 @dataclass(frozen=True)
@@ -194,9 +195,9 @@ def _best_lever(columns: tuple[str, ...], levers: tuple[LeverView, ...], headlin
     """The lever that cuts the first summary item most while every check passes, from the table,
     and what a blue/green switch to it holds while both fleets run."""
     best = next((v for v in levers if v.effect is not None and v.effect < 0 and v.checks == "all pass"), None)
-    if best is None or not columns:
+    if best is None or best.effect is None or not columns:
         return ()
-    parts = ((f"Of the levers priced below, {best.label} cuts {columns[0]} the most, to ", ""), (best.cells[0], ""),
+    parts: tuple[tuple[str, str], ...] = ((f"Of the levers priced below, {best.label} cuts {columns[0]} the most, to ", ""), (best.cells[0], ""),
              (" with every check passing", ""))
     if best.takes:
         parts += ((": it takes ", ""), *best.takes)
@@ -228,10 +229,12 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
 
     if not isinstance(ans, TableAnswer) or ans.kind != "search" or ans.best is None:
         return []
+    stmt = ans.stmt
+    assert isinstance(stmt, ast.SearchStmt)
     column = ans.columns[0]
     best = float(ans.rows[ans.best][1][0])
     where = location(ans.stmt.span)
-    subject = ans.stmt.subject.dotted
+    subject = stmt.subject.dotted
     opening = (f"The search over {', '.join(ans.axes)} ({ans.evaluated:,} configurations, {ans.feasible:,} of them "
                f"meeting its constraints) finds {ans.best_setting} best, with {column[0]} = ")
     out = [Sentence(((opening, ""), (_cell(best, column), ""), (".", "")), "deploy", subject, where)]
@@ -242,10 +245,11 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
     link = ans.objective_node
     head = (f"The plan as declared ({declared}) ", "")
     shown_value = (b.value_text(ans.objective_node), link)
+    parts: tuple[tuple[str, str], ...]
     if math.isclose(value, best, rel_tol=1e-9, abs_tol=0.0):
         parts = (head, (f"is one of the best: its {column[0]} is the same, ", ""), shown_value, (".", ""))
     else:
-        lower_is_better = ans.stmt.objective == "minimize"
+        lower_is_better = stmt.objective == "minimize"
         worse = value > best if lower_is_better else value < best
         gap = abs(value - best)
         if worse:

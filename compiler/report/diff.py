@@ -141,7 +141,10 @@ def _relative(b: float | None, h: float | None) -> str:
 
 def diff_json(diff: DiffView) -> dict[str, Any]:
     """The comparison as JSON (schema `plan.diff/1`)."""
-    rows = lambda rs: [asdict(r) for r in rs]  # noqa: E731
+
+    def rows(rs: Any) -> list[dict[str, Any]]:
+        return [asdict(r) for r in rs]
+
     return {
         "schema": "plan.diff/1",
         "version": diff.version,

@@ -757,7 +757,7 @@ def _label_points(fig: Any, ax: Any, labels: list[tuple[tuple[float, float], str
     def covered(box: Any, own: Any) -> float:
         box = box.padded(1.5 * px)  # a little air between neighbours
         outside = box.width * box.height - _overlap(box, frame)
-        return outside + sum(_overlap(box, o) for o in placed) + sum(
+        return float(outside) + sum(_overlap(box, o) for o in placed) + sum(
             _overlap(box, m) for m in markers if not m.contains(*own))
 
     for xy, text in labels:

@@ -36,7 +36,7 @@ class PdfUnavailable(RuntimeError):
 def require_weasyprint() -> Any:
     """WeasyPrint, or PdfUnavailable saying how to install it."""
     try:
-        import weasyprint  # type: ignore[import-untyped]
+        import weasyprint
     except (ImportError, OSError) as exc:  # OSError: Pango or another system library is missing
         raise PdfUnavailable(f"PDF output needs WeasyPrint ({exc}); install it with "
                              "`pip install 'plan-compiler[pdf]'`") from exc
@@ -101,7 +101,7 @@ def _templates_dir() -> Path:
 
 def restricted_fetcher() -> Any:
     """A WeasyPrint URL fetcher for `data:` URLs and the package's templates, refusing the rest."""
-    from weasyprint.urls import URLFetcher  # type: ignore[import-untyped]
+    from weasyprint.urls import URLFetcher
 
     class RestrictedFetcher(URLFetcher):  # type: ignore[misc]
         def __init__(self) -> None:

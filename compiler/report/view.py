@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -485,7 +486,7 @@ def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
 
     keyword = type(q).__name__.removesuffix("Stmt").lower()
     title = getattr(q, "title", "") or (" ".join(q.span.text.split()) if keyword == "solve" else keyword)
-    base = {"keyword": keyword, "title": title, "text": " ".join(q.span.text.split()), "location": location(q.span)}
+    base: dict[str, Any] = {"keyword": keyword, "title": title, "text": " ".join(q.span.text.split()), "location": location(q.span)}
     if isinstance(ans, AskAnswer):
         return _ask_view(base, ans, b)
     if isinstance(ans, SolveAnswer):
@@ -526,7 +527,7 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     return QuestionView(**base, result=result, binding=binding, limits=limits, method=method, steps=steps)
 
 
-def _bound(v: Any, lower: bool, show: Any) -> str:
+def _bound(v: Any, lower: bool, show: Callable[[Any], str]) -> str:
     """How far one constraint lets the unknown go: `at most 76`, `at least 15`, `no upper limit`."""
     if v is None:
         return "no lower limit" if lower else "no upper limit"
@@ -559,7 +560,10 @@ def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, 
             rows.append((owner.id, "largest", " ".join(free.span.text.split()),
                          f"{side(c.branches[0], c.values[0])} at {b.format(beyond, owner.dim, owner.unit)} (one more than the answer)", others))
             continue
-        fmt = lambda v, e=c.branches[0]: b.format(v, e.dim, None) if v is not None else "undefined"  # noqa: E731
+
+        def fmt(v: Any, e: ir.Expr = c.branches[0]) -> str:
+            return b.format(v, e.dim, None) if v is not None else "undefined"
+
         others = "; ".join(f"{' '.join(e.span.text.split())} = {fmt(v)}" for e, v in zip(c.branches[1:], c.values[1:]))
         rows.append((owner.id, c.op, " ".join(c.branches[0].span.text.split()), fmt(c.values[0]), others))
     return tuple(rows)
@@ -567,11 +571,14 @@ def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, 
 
 def _solve_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
     node = b.nodes[ans.unknown]
-    show = lambda v: b.format(v, node.dim, node.unit) if v is not None else "undefined"  # noqa: E731
+
+    def show(v: Any) -> str:
+        return b.format(v, node.dim, node.unit) if v is not None else "undefined"
+
     if ans.low is None and ans.high is None:  # a derived quantity and the choices behind it
         rows = _choice_rows(ans.choices, b)
-        notes = ("each max, min and if in the formulas the quantity is computed from, with the branch in effect at "
-                 "the plan's values; the first row is the nearest",) if rows else ()
+        notes: tuple[str, ...] = ("each max, min and if in the formulas the quantity is computed from, with the branch "
+                                  "in effect at the plan's values; the first row is the nearest",) if rows else ()
         if len(rows) > MAX_CHOICES:  # the rest are further from the result; each formula in the appendix shows its own
             notes += (f"the {MAX_CHOICES} nearest of {len(rows)}; the derivations in the appendix show every other",)
         return QuestionView(**base, result=f"{ans.unknown} = {show(ans.value)}",

@@ -89,7 +89,7 @@ class Instance:
                 if len(f.target.steps) == 1:
                     cached.setdefault(f.target.steps[0].name, f)
             self.__dict__["_assigned"] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def assignments(self) -> Iterator[tuple[Instance, ast.Field]]:
         inst: Instance | None = self
@@ -159,7 +159,9 @@ def static_key(value: Value | None) -> str | None:
     return None
 
 
-def describe(value: Value) -> str:
+def describe(value: Value | None) -> str:
+    if value is None:
+        return "nothing (the expression has errors)"
     if isinstance(value, ir.EnumValue):
         return f"the `{value.enum.name}` value `{value.member.name}`"
     if isinstance(value, InstanceRef):
@@ -197,7 +199,7 @@ class Elaborator:
         self._types: dict[int, TypeInfo | None] = {}
         self._variants: dict[Any, Instance] = {}
         self._formula: ast.Expr | None = None  # the formula of the node being elaborated (for `largest`)
-        self._varying: dict[tuple[str, str, frozenset[str], str], bool] = {}
+        self._varying: dict[tuple[str, str, str, frozenset[str], frozenset[str]], bool] = {}
         self._dispatch: dict[type, Callable[[Any, Instance | None], Value | None]] = {
             ast.Name: self._name, ast.Attribute: self._attribute, ast.Index: self._index,
             ast.Number: self._number, ast.Bool: self._bool, ast.Unary: self._unary,
@@ -1049,7 +1051,8 @@ class Elaborator:
         assert isinstance(ld, Dim) and isinstance(rd, Dim)
         if e.op in "+-":
             if ld != rd:
-                return self._mismatch(e, left, right, "add" if e.op == "+" else "subtract")
+                self._mismatch(e, left, right, "add" if e.op == "+" else "subtract")
+                return None
             # A term that a static condition turned off (`+ (if qkv_bias then … else 0)` for a
             # model without biases) is left out, so the formula does not read `… + 0`.
             if _vanished(e.right, right):
@@ -1096,7 +1099,8 @@ class Elaborator:
             return None
         assert isinstance(left, (ir.Lit, ir.Ref, ir.Op)) and isinstance(right, (ir.Lit, ir.Ref, ir.Op))
         if left.dim != right.dim:
-            return self._mismatch(e, left, right, "compare")
+            self._mismatch(e, left, right, "compare")
+            return None
         return ir.Op(e.op, (left, right), ir.BOOL, e.span)
 
     def _boolop(self, e: ast.BoolOp, scope: Instance | None) -> Value | None:
@@ -1258,14 +1262,14 @@ class Elaborator:
         return ir.Op("if", (cond, then, orelse), then.dim, e.span)  # type: ignore[arg-type]
 
     # ---- shared checks and messages -------------------------------------------------------
-    def _need_number(self, value: Value, span: Span) -> bool:
+    def _need_number(self, value: Value | None, span: Span) -> bool:
         if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim != ir.BOOL:
             return True
         self.sink.add(dx.WRONG_TYPE.at(span, "not a number", expected="a number", found=describe(value),
                                        help="arithmetic works on quantities; compare enum values with `==`"))
         return False
 
-    def _need_bool(self, value: Value, span: Span) -> bool:
+    def _need_bool(self, value: Value | None, span: Span) -> bool:
         if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) and value.dim == ir.BOOL:
             return True
         self.sink.add(dx.WRONG_TYPE.at(span, "not a condition", expected="a comparison", found=describe(value),
@@ -1369,7 +1373,7 @@ def _is_literal(value: ir.Expr) -> bool:
 
 
 
-def _unit_help(want: Dim | str, got: Dim | str) -> str:
+def _unit_help(want: Dim | str | None, got: Dim | str) -> str:
     if isinstance(want, Dim) and isinstance(got, Dim):
         ratio = want / got
         if ratio != DIMENSIONLESS:

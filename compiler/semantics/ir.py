@@ -272,7 +272,7 @@ def all_trial_nodes(elaborated: Elaborated) -> set[str]:
                 cache.add(expr.args[0].node)  # type: ignore[union-attr]
                 cache.update(trial_nodes(elaborated, n))
         elaborated.__dict__["_all_trials"] = cache
-    return cache  # type: ignore[no-any-return]
+    return cache
 
 
 def search_inputs(elaborated: Elaborated, node_id: str) -> set[str]:

@@ -394,9 +394,9 @@ def _ladder_for(dim: Dim) -> _Ladder:
         if _per_count(dim / named):
             return _prefix_ladder(symbol + str(dim / named)[1:], prefixes)
     text = str(dim)
-    for base, symbol, prefixes in _NUMERATOR_LADDERS:
+    for base, symbol, ladder in _NUMERATOR_LADDERS:
         if dim.exponent(base) == 1 and text.startswith(symbol + "/"):
-            return _prefix_ladder(text, prefixes)
+            return _prefix_ladder(text, ladder)
     if _is_counting_rate(dim):
         steps = ((float(MULTIPLIERS[m]), float(MULTIPLIERS[m]), f"{m} {dim}") for m in _RATE_MULTIPLIERS)
         return ((0.0, 1.0, str(dim)), *steps)

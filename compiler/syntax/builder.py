@@ -53,8 +53,7 @@ class _Builder(Transformer[Token, Any]):
     def _span(self, meta: LarkMeta, *children: Any) -> Span:
         if not getattr(meta, "empty", True):
             return Span(self.file, meta.start_pos, meta.end_pos)
-        spans = [self._of(c) for c in children if c is not None]
-        spans = [s for s in spans if s is not None]
+        spans = [s for s in (self._of(c) for c in children if c is not None) if s is not None]
         if spans:
             return spans[0].to(spans[-1])
         return Span(self.file, 0, 0)
@@ -297,10 +296,10 @@ class _Builder(Transformer[Token, Any]):
             return ast.Domain(span, target, None, low, high, step)
         return ast.Domain(span, target, tuple(values), None, None, None)
 
-    def list(self, meta: LarkMeta, children: list[Any]) -> list[ast.Expr]:
+    def domain_list(self, meta: LarkMeta, children: list[Any]) -> list[ast.Expr]:
         return [c for c in children if c is not None]
 
-    def range(self, meta: LarkMeta, children: list[Any]) -> tuple[Any, ...]:
+    def domain_range(self, meta: LarkMeta, children: list[Any]) -> tuple[Any, ...]:
         low, high, step = children
         return ("range", low, high, str(step) if step is not None else None)
 

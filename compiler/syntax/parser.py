@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import diagnostics as dx
 from ..cachedir import loads_restricted, read_entry, write_entry
@@ -53,9 +53,9 @@ _STATEMENT_START = {"ASK", "CHECK", "COMPARE", "ENUM", "IMPORT", "KIND", "LET", 
 _OPERATORS = {"PLUS", "MINUS", "MUL_OP", "COMP_OP", "CIRCUMFLEX", "AND", "OR", "DOT", "LSQB", "UNIT"}
 
 
-_OPTIONS = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": True}
+_OPTIONS: dict[str, Any] = {"parser": "lalr", "propagate_positions": True, "maybe_placeholders": True}
 # what Lark lets a loaded parser be given (the rest is in its saved options)
-_LOAD_OPTIONS = {"propagate_positions": True}
+_LOAD_OPTIONS: dict[str, Any] = {"propagate_positions": True}
 
 
 @functools.cache
@@ -74,7 +74,9 @@ def _parser() -> Lark:
     data = loads_restricted(payload) if payload is not None else None
     if isinstance(data, dict):
         try:
-            return Lark._load_from_dict(data["data"], data["memo"], postlex=_Continuations(), **_LOAD_OPTIONS)
+            loaded: Lark = Lark._load_from_dict(  # type: ignore[no-untyped-call]
+                data["data"], data["memo"], postlex=_Continuations(), **_LOAD_OPTIONS)
+            return loaded
         except Exception:  # a signed entry of another Lark version: rebuild it below
             pass
     parser = Lark.open_from_package("planc.grammar", "plan.lark", postlex=_Continuations(), **_OPTIONS)
@@ -253,7 +255,7 @@ def _syntax_error(file: SourceFile, exc: UnexpectedInput) -> dx.Diagnostic:
 
 
 def _bad_character(file: SourceFile, exc: UnexpectedCharacters) -> dx.Diagnostic:
-    pos = exc.pos_in_stream
+    pos = exc.pos_in_stream if exc.pos_in_stream is not None else 0
     char = file.text[pos] if pos < len(file.text) else ""
     if char == '"':
         end = file.text.find("\n", pos)
