@@ -164,6 +164,6 @@ def test_disaggregated_prefill_takes_the_prompts_off_the_decode_replicas(
         math.ceil(split["t.peak_qps"] * service / 0.6), math.ceil(split["t.burst_qps"] * service) + 1)
     c, a = int(split["d.prefill_pool_replicas"]), split["t.burst_qps"] * service
     assert split["d.prefill_pool_wait_probability"] == pytest.approx(_erlang_c(c, a), rel=1e-9)
-    wait = max(math.log(_erlang_c(c, a) / 0.01), 0) * service / (c - a) * split["d.prefill_pool_variability"]
+    wait = max(math.log(_erlang_c(c, a) / 0.01), 0) * service / (c - a) * split["d.prefill_variability"]
     assert split["d.ttft_tail"] == pytest.approx(wait + service * 16000 / 4000, rel=1e-9)
     assert split["d.devices"] == (split["d.total_replicas"] + c + 1) * split["d.replica_devices"]
