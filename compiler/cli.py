@@ -269,7 +269,7 @@ def check(plan_file: Path, fmt: str, diag_fmt: str | None) -> None:
     from .render_diagnostics import terminal_safe
     from .report.view import build_document
 
-    for c in build_document(result).checks:
+    for c in build_document(result, levers=False).checks:
         verdict = "pass" if c.holds else "FAIL"
         detail = (f": {c.left} vs {c.right}" if c.left else "") + (f", margin {c.margin}" if c.margin else "")
         click.echo(terminal_safe(f"{verdict}  {c.label}{detail}  ({c.location})", None, newlines=False))
@@ -287,7 +287,7 @@ def _check_json(result: Compilation) -> None:
     if result.ok:
         from .report.view import build_document, checks_json
 
-        checks = checks_json(build_document(result), result)
+        checks = checks_json(build_document(result, levers=False), result)
     document = {"schema": "plan.check/1", "plan": result.path, "version": __version__, "valid": result.ok,
                 "exit_code": result.exit_code, "failed": sum(not c["holds"] for c in checks),
                 "checks": checks, "diagnostics": to_json(result.diagnostics)}
@@ -321,7 +321,7 @@ def diff(base_file: Path, head_file: Path, output: Path, fmt: str | None, diag_f
     from .report.markdown import render_diff_markdown, render_json
     from .report.view import build_document
 
-    compared = diff_documents(build_document(base), build_document(head))
+    compared = diff_documents(build_document(base, levers=False), build_document(head, levers=False))
     data = render_diff_markdown(compared) if fmt == "md" else render_json(diff_json(compared))
     _emit(output, data)
     sys.exit(head.exit_code)

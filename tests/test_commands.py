@@ -448,3 +448,18 @@ def test_physics_prints_the_section_a_source_cites() -> None:
     assert code == 0 and out.startswith("# The physics of the stdlib")
     code, _, err = run("physics", "99")
     assert code == 2 and "no section '99'" in err
+
+
+def test_check_and_diff_do_not_price_the_levers(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Each lever is a variant of the plan: `plan check` and `plan diff` read neither the levers
+    table nor the decision, so they must not pay for it."""
+    from planc import solve
+
+    def refuse(self: object) -> list[object]:
+        raise AssertionError("the levers were priced")
+
+    monkeypatch.setattr(solve._Solver, "levers", refuse)
+    status, out, _ = run("check", str(EXAMPLE))
+    assert status == 0 and out.count("pass  ") == 4
+    status, out, _ = run("diff", str(EXAMPLE), str(EXAMPLE))
+    assert status == 0 and out

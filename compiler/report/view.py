@@ -1,7 +1,10 @@
 """View models: everything a template shows, already formatted. Templates compute nothing.
 
-Contract: `build_document(compilation, brief=False) -> DocumentView` for a compilation without
-errors (`brief`: the body only, the decision and the answers, without the audit appendix).
+Contract: `build_document(compilation, brief=False, levers=True) -> DocumentView` for a
+compilation without errors (`brief`: the body only, the decision and the answers, without the
+audit appendix; `levers=False`: the levers are not priced, so neither their table nor the
+decision's sentence about the best of them is there — for `plan check` and `plan diff`, which
+read neither).
 Each quantity carries its formula (LaTeX, names as written or their declared symbols), the same
 formula with values and units substituted, the result with a human unit (and the exact value
 in base units when it is an integer), its source or the flag "assumption", and the plan line
@@ -420,7 +423,7 @@ def _trivial(q: QuantityView) -> bool:
             and (q.value == 0 or (q.dim == "1" and q.value == 1)))
 
 
-def build_document(compilation: Compilation, brief: bool = False) -> DocumentView:
+def build_document(compilation: Compilation, brief: bool = False, levers: bool = True) -> DocumentView:
     lowered = compilation.lowered
     assert lowered is not None
     el = lowered.elaborated
@@ -473,7 +476,8 @@ def build_document(compilation: Compilation, brief: bool = False) -> DocumentVie
     longest = max((len(run) for run in re.findall(r"`+", doc.source)), default=0)
     doc.source_fence = "`" * max(3, longest + 1)
     doc.warnings = [d.message for d in compilation.diagnostics if not d.is_error]
-    doc.lever_columns, doc.levers = build_levers(compilation, b)
+    if levers:  # each lever is a variant of the plan, computed here on first use
+        doc.lever_columns, doc.levers = build_levers(compilation, b)
     doc.decision = build_decision(compilation, b, doc.lever_columns, doc.levers)
     doc.brief = brief
     doc.linked = frozenset() if brief else frozenset(
