@@ -243,29 +243,36 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
 
 
 @main.command()
-@click.argument("plan_file", metavar="FILE", type=click.Path(path_type=Path))
+@click.argument("plan_files", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "human", "short"]), default="text",
               show_default=True,
               help="the checks as lines of text, or as one JSON document on stdout (the checks with their numbers "
                    "and units, and the diagnostics); `human` and `short` are the older spellings of --diagnostics")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default=None,
               help="how to print problems on stderr  [default: human; with --format json they are in the document]")
-def check(plan_file: Path, fmt: str, diag_fmt: str | None) -> None:
-    """Check FILE: exit 0 if every check passes, 1 if one fails or an SLO is out of reach (E0407), 2 if
-    the plan is invalid."""
+def check(plan_files: tuple[Path, ...], fmt: str, diag_fmt: str | None) -> None:
+    """Check each FILE: exit 0 if every check passes, 1 if one fails or an SLO is out of reach (E0407),
+    2 if a plan is invalid (the largest of these over the files)."""
     from .pipeline import compile_plan
 
     if fmt in ("human", "short"):  # `--format short` meant the diagnostics before --format json existed
         diag_fmt, fmt = diag_fmt or fmt, "text"
-    result = compile_plan(plan_file)
     if fmt == "json":
+        if len(plan_files) != 1:
+            raise click.UsageError("--format json checks one FILE: its document describes one plan")
+        result = compile_plan(plan_files[0])
         if diag_fmt is not None:
             _diagnostics(result, diag_fmt)
         _check_json(result)
         sys.exit(result.exit_code)
-    _diagnostics(result, diag_fmt or "human")
+    sys.exit(max(_check_text(compile_plan(path), diag_fmt or "human") for path in plan_files))
+
+
+def _check_text(result: Compilation, diag_fmt: str) -> int:
+    """The diagnostics of one plan, then a line per check (its location names the file); the exit code."""
+    _diagnostics(result, diag_fmt)
     if not result.ok:
-        sys.exit(result.exit_code)  # 2, or 1 when nothing meets a search's condition (an SLO out of reach)
+        return result.exit_code  # 2, or 1 when nothing meets a search's condition (an SLO out of reach)
     from .render_diagnostics import terminal_safe
     from .report.view import build_document
 
@@ -273,7 +280,7 @@ def check(plan_file: Path, fmt: str, diag_fmt: str | None) -> None:
         verdict = "pass" if c.holds else "FAIL"
         detail = (f": {c.left} vs {c.right}" if c.left else "") + (f", margin {c.margin}" if c.margin else "")
         click.echo(terminal_safe(f"{verdict}  {c.label}{detail}  ({c.location})", None, newlines=False))
-    sys.exit(result.exit_code)
+    return result.exit_code
 
 
 def _check_json(result: Compilation) -> None:

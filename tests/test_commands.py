@@ -463,3 +463,27 @@ def test_check_and_diff_do_not_price_the_levers(monkeypatch) -> None:  # type: i
     assert status == 0 and out.count("pass  ") == 4
     status, out, _ = run("diff", str(EXAMPLE), str(EXAMPLE))
     assert status == 0 and out
+
+
+def test_check_takes_several_files_and_exits_with_the_worst(tmp_path: Path) -> None:
+    """As a pre-commit hook runs it (`.pre-commit-hooks.yaml`): every changed plan at once."""
+    failing = tmp_path / "failing.plan"
+    failing.write_text(EXAMPLE.read_text(encoding="utf-8") + 'check chat.batch >= 100000 "a batch no device holds"\n',
+                       encoding="utf-8")
+    broken = tmp_path / "broken.plan"
+    broken.write_text("let x = 1 GB + 1 s\n", encoding="utf-8")
+    status, out, _ = run("check", str(EXAMPLE), str(failing))
+    assert status == 1 and out.count("pass  ") == 8 and out.count("FAIL  ") == 1 and "failing.plan:" in out
+    status, out, err = run("check", str(broken), str(EXAMPLE))
+    assert status == 2 and "E0302" in err and out.count("pass  ") == 4  # the others are still checked
+    status, _, err = run("check", str(EXAMPLE), str(EXAMPLE), "--format", "json")
+    assert status == 2 and "checks one FILE" in err
+
+
+def test_the_pre_commit_hook_runs_plan_check_on_plan_files() -> None:
+    import re
+
+    hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    entry = dict(re.findall(r"^  (\w+): (.+)$", hooks, re.M))
+    assert "- id: plan-check" in hooks and entry["entry"] == "plan check" and entry["language"] == "python"
+    assert re.search(entry["files"], "plans/chat.plan") and not re.search(entry["files"], "README.md")

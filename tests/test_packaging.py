@@ -26,7 +26,8 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
     env_dir = tmp_path / "env"
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    # Pygments too: the wheel registers its lexer with it (`pygmentize -l plan`)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", str(wheel), "pygments"], check=True, capture_output=True)
     work = tmp_path / "elsewhere"
     work.mkdir()
     example = REPO / "examples" / "100m_dau.plan"
@@ -45,6 +46,11 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
                           cwd=work, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("### 5.4 ") and "### 5.5 " not in proc.stdout
+    # the lexer is found by its name through the package's entry point
+    proc = subprocess.run([str(env_dir / "bin" / "pygmentize"), "-l", "plan", "-f", "html", str(example)],
+                          cwd=work, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert '<span class="k">import</span>' in proc.stdout and '<span class="c1"># The classic' in proc.stdout
     # the installed package, not the checkout, provided the stdlib
     where = subprocess.run([str(py), "-c", "import planc, pathlib; print(pathlib.Path(planc.__file__).parent)"],
                            capture_output=True, text=True, check=True).stdout.strip()
