@@ -41,6 +41,7 @@ Examples:
   plan init --model llama-3.1-70b --hardware h200 -o my.plan   # a starter plan that compiles
   plan flags examples/100m_dau.plan                   # vllm serve ... --max-num-seqs 64  ← chat.batch
   plan explain E0302                                  # what a diagnostic code means
+  plan fmt --check plans/                             # the canonical layout; without --check, rewrite
   plan physics 5.4                                    # a section of the physics the stdlib cites
 """
 
@@ -299,6 +300,63 @@ def _check_json(result: Compilation) -> None:
                 "exit_code": result.exit_code, "failed": sum(not c["holds"] for c in checks),
                 "checks": checks, "diagnostics": to_json(result.diagnostics)}
     click.echo(json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+@main.command()
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--check", is_flag=True, help="change nothing: list the files whose layout differs and exit 1 if any does")
+def fmt(paths: tuple[Path, ...], check: bool) -> None:
+    """Lay out each plan FILE (or every .plan under a folder) canonically, comments kept: exit 0, 1 with
+    --check when a file would change, 2 when one does not parse (it is left as it is)."""
+    from types import SimpleNamespace
+
+    from .source import SourceFile
+    from .syntax.ast import shape
+    from .syntax.fmt import FormatError, format_text
+    from .syntax.parser import parse
+
+    files = [f for p in paths for f in (sorted(p.rglob("*.plan")) if p.is_dir() else [p])]
+    status, changed, unread = 0, 0, 0
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            click.echo(f"plan: cannot read {path}: {getattr(exc, 'strerror', None) or exc}", err=True)
+            status, unread = 2, unread + 1
+            continue
+        before, problems = parse(SourceFile(str(path), text))
+        try:
+            laid_out = format_text(text) if before is not None and not problems else None
+        except FormatError:
+            laid_out = None
+        if laid_out is None:  # a plan with errors is not laid out: its diagnostics say why
+            if problems:
+                _diagnostics(SimpleNamespace(diagnostics=problems), "human")
+            else:
+                click.echo(f"plan: cannot lay out {path}: its tokens cannot be read", err=True)
+            status, unread = 2, unread + 1
+            continue
+        if laid_out == text:
+            continue
+        after, _ = parse(SourceFile(str(path), laid_out))
+        if after is None or shape(after) != shape(before):  # a formatter bug must never reach a file
+            click.echo(f"plan: internal error: the layout of {path} would change what it means; left as it is",
+                       err=True)
+            sys.exit(3)
+        changed += 1
+        if check:
+            click.echo(f"would reformat {path}")
+        else:
+            try:
+                path.write_text(laid_out, encoding="utf-8")
+            except OSError as exc:
+                _cannot_write(path, exc)
+    if check and changed:
+        status = max(status, 1)
+    counts = [f"{len(files) - changed - unread} already laid out", f"{changed} {'to reformat' if check else 'reformatted'}"]
+    click.echo("plan fmt: " + ", ".join(counts) + (f", {unread} with errors (left as they are)" if unread else ""),
+               err=True)
+    sys.exit(status)
 
 
 @main.command()

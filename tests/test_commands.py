@@ -480,10 +480,14 @@ def test_check_takes_several_files_and_exits_with_the_worst(tmp_path: Path) -> N
     assert status == 2 and "checks one FILE" in err
 
 
-def test_the_pre_commit_hook_runs_plan_check_on_plan_files() -> None:
+def test_the_pre_commit_hooks_run_plan_check_and_plan_fmt_on_plan_files() -> None:
     import re
 
-    hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
-    entry = dict(re.findall(r"^  (\w+): (.+)$", hooks, re.M))
-    assert "- id: plan-check" in hooks and entry["entry"] == "plan check" and entry["language"] == "python"
-    assert re.search(entry["files"], "plans/chat.plan") and not re.search(entry["files"], "README.md")
+    text = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    hooks = {block.split("\n", 1)[0].strip(): dict(re.findall(r"^  (\w+): (.+)$", block, re.M))
+             for block in text.split("\n- id: ")[1:]}
+    assert set(hooks) == {"plan-check", "plan-fmt"}
+    assert hooks["plan-check"]["entry"] == "plan check" and hooks["plan-fmt"]["entry"] == "plan fmt"
+    for entry in hooks.values():
+        assert entry["language"] == "python"
+        assert re.search(entry["files"], "plans/chat.plan") and not re.search(entry["files"], "README.md")

@@ -21,17 +21,6 @@ _COMPOUND = (ast.BinOp, ast.Call, ast.If, ast.Unary, ast.Compare, ast.BoolOp, as
 _MIN_OPERATIONS = 3
 
 
-def _key(node: Any) -> Any:
-    """The expression without its spans: equal exactly when two formulas are written alike."""
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return (type(node).__name__,) + tuple(
-            _key(getattr(node, f.name)) for f in dataclasses.fields(node)
-            if f.name != "span" and not f.name.endswith("_span"))
-    if isinstance(node, tuple):
-        return tuple(_key(x) for x in node)
-    return node
-
-
 def _subtrees(expr: Any) -> Iterator[Any]:
     if isinstance(expr, _COMPOUND + (ast.Attribute,)):
         if isinstance(expr, _COMPOUND):
@@ -57,10 +46,10 @@ def restated(program: Program, sink: dx.Sink, stdlib: bool = False) -> None:
         if not isinstance(decl, ast.KindDecl) or (decl.span.file.is_stdlib and not stdlib):
             continue
         derives = list(_derives(decl.items))
-        formulas = {d.name: (_key(d.expr), d) for d in derives
+        formulas = {d.name: (ast.shape(d.expr), d) for d in derives
                     if sum(1 for _ in _subtrees(d.expr)) >= _MIN_OPERATIONS}
         for d in derives:
-            inside = {_key(t) for t in _subtrees(d.expr)}
+            inside = {ast.shape(t) for t in _subtrees(d.expr)}
             for name, (formula, other) in formulas.items():
                 if name != d.name and formula in inside:
                     sink.add(dx.RESTATED.at(

@@ -9,8 +9,10 @@ Contract
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ..source import Span
 
@@ -451,3 +453,15 @@ Statement = Import | Meta | EnumDecl | KindDecl | InstanceDecl | LetDecl | Summa
 class Module:
     span: Span
     statements: tuple[Statement, ...]
+
+
+def shape(node: Any) -> Any:
+    """A syntax tree without its spans: equal exactly when two trees are written alike (the
+    lint's test for a restated formula, and `plan fmt`'s that a layout changed no meaning)."""
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return (type(node).__name__,) + tuple(
+            shape(getattr(node, f.name)) for f in dataclasses.fields(node)
+            if f.name != "span" and not f.name.endswith("_span"))
+    if isinstance(node, tuple):
+        return tuple(shape(x) for x in node)
+    return node
