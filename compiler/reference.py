@@ -89,7 +89,7 @@ def _page(kind: ast.KindDecl, path: str) -> str:
     if requirements:
         lines += ["## Requirements\n", "A plan whose values break one of these is not a valid plan (an `advise` is a "
                   "warning).\n", "| condition | message |", "|---|---|"]
-        lines += [f"| `{_code(r.expr.span.text)}` | {_cell(r.message or "")} |" for r in requirements]
+        lines += [f"| `{_code(r.expr.span.text)}` | {_cell(r.message or '')} |" for r in requirements]
         lines.append("")
     return "\n".join(lines)
 
