@@ -126,8 +126,8 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     result = compile_plan(plan_file)
     _diagnostics(result, diag_fmt)
-    if not result.ok:
-        sys.exit(2)
+    if not result.ok:  # no report: 2 for an invalid plan, 1 for a well-formed one the physics cannot meet
+        sys.exit(result.exit_code)
     from .report.ahead import ahead
     from .report.view import build_document
 
@@ -461,7 +461,7 @@ def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str,
     result = compile_plan(plan_file)
     _diagnostics(result, diag_fmt)
     if not result.ok:
-        sys.exit(2)
+        sys.exit(result.exit_code)
     try:
         items = fl.launches(result, engine=engine, deployment=deployment)
     except fl.FlagsProblem as problem:

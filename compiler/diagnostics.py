@@ -159,6 +159,7 @@ IMPOSSIBLE_VALUE = Code("E0404", "physically impossible value", "{message}")
 NOT_A_NUMBER = Code("E0405", "undefined value", "`{name}` has no defined value ({detail})")
 NO_FEASIBLE_VALUE = Code("E0407", "no feasible value", "no value of `{var}` meets the condition of `{name}` ({detail})")
 UNDERFLOW = Code("E0406", "numeric underflow", "`{name}` underflows ({detail})")
+INFEASIBLE_PLAN = Code("E0408", "infeasible plan", "{message}")
 # Questions
 CHECK_NOT_COMPARISON = Code("E0502", "check is not a comparison", "a `check` needs a comparison, found {found}")
 QUESTION_INVALID = Code("E0503", "question cannot be evaluated", "{message}")

@@ -556,9 +556,14 @@ def _outcome(expr: ir.Expr, out: Lowered, label: str | None) -> Outcome:
 
 
 def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
-    """Report every failed requirement whose inputs evaluated; True if any failed."""
+    """Report every failed requirement whose inputs evaluated; True if any failed. One on the
+    values of one thing (a utilisation above 100 %, a negative memory) is an invalid value
+    (E0404); one on a combination of things (these weights on this accelerator, this TP for this
+    model's heads) makes a well-formed plan infeasible (E0408), reported with the numbers of the
+    comparison that fails and the inputs that would make it hold."""
     return _clauses(out.elaborated.requirements, out, failed, sink, dx.IMPOSSIBLE_VALUE, "this value",
-                    "requirement failed", "required here", "change the value so that the requirement holds")
+                    "requirement failed", "required here", "change the value so that the requirement holds",
+                    physics=dx.INFEASIBLE_PLAN)
 
 
 def _advisories(out: Lowered, failed: set[str], sink: dx.Sink) -> None:
@@ -568,9 +573,10 @@ def _advisories(out: Lowered, failed: set[str], sink: dx.Sink) -> None:
 
 
 def _clauses(clauses: list[ir.Requirement], out: Lowered, failed: set[str], sink: dx.Sink, code: dx.Code,
-             label: str, default: str, where: str, help: str) -> bool:
+             label: str, default: str, where: str, help: str, physics: dx.Code | None = None) -> bool:
     """A diagnostic at the user's line for every clause whose inputs evaluated and that does not
-    hold, with both sides; True if any did not."""
+    hold, with both sides; True if any did not. With `physics`, a clause on derived quantities
+    gets that code, the sides of the comparison inside it that fails, and the remedies."""
     any_failed = False
     for req in clauses:
         if any(ref in failed or ref not in out.values for ref in ir.refs(req.expr)):
@@ -586,8 +592,26 @@ def _clauses(clauses: list[ir.Requirement], out: Lowered, failed: set[str], sink
         if outcome.left is not None and outcome.right is not None and isinstance(req.expr, ir.Op):
             dim = req.expr.args[0].dim
             detail += f": {_show(outcome.left, dim)} vs {_show(outcome.right, dim)}"
-        sink.add(code.at(req.blame, label, message=f"{req.message or default} in `{req.instance}`",
-                         secondary=[dx.Label(req.span, where)], notes=[detail], help=help))
+        from .remedy import remedies, sides
+
+        notes = [detail]
+        found = sides(out, req.expr)
+        if found is not None and found.comparison is not req.expr:
+            (lt, lv), (rt, rv) = found.left, found.right
+            notes.append(f"it fails at `{lt} {found.comparison.op} {rt}`: {lv} against {rv}")
+        if found is not None and found.terms:
+            notes.append("with " + ", ".join(f"`{n}` = {v}" for n, v in found.terms))
+        nodes = out.elaborated.nodes
+        owners = {nodes[n].owner for n in ir.upstream(out.elaborated, [req.expr]) if nodes[n].is_input}
+        if physics is None or len(owners) < 2:  # a value of one thing out of its range: invalid input
+            sink.add(code.at(req.blame, label, message=f"{req.message or default} in `{req.instance}`",
+                             secondary=[dx.Label(req.span, where)], notes=notes, help=help))
+            continue
+        fixes = remedies(out, req.expr)
+        fix = ("it holds with " + ", or ".join(fixes) + " (each alone, the others as they are)") if fixes else \
+            "no single input of the plan makes it hold: change the model, the accelerator or the precision"
+        sink.add(physics.at(req.blame, "the plan cannot meet this", message=f"{req.message or default} in `{req.instance}`",
+                            secondary=[dx.Label(req.span, where)], notes=notes, help=fix))
     return any_failed
 
 

@@ -4,7 +4,8 @@ ranges through) → report.
 Contract: `compile_plan(path)` never raises for a bad plan; it returns a `Compilation` whose
 `diagnostics` say what is wrong. `lowered` is set only when there are no errors, and only then
 may a report be rendered from it. `exit_code` follows the CLI convention: 0 ok, 1 a check
-failed or nothing meets a search's condition (E0407), 2 the plan is invalid.
+failed or the plan is well-formed but infeasible (nothing meets a search's condition, E0407; a
+requirement on derived quantities fails, E0408), 2 the plan is invalid.
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ class Compilation:
 
     @property
     def exit_code(self) -> int:
-        if not self.ok:  # infeasible (no value meets a `largest`'s condition) is 1, like a failed check
+        if not self.ok:  # infeasible (no value meets a search's condition, the physics' requirements fail) is 1
             errors = [d for d in self.diagnostics if d.is_error]
-            return 1 if errors and all(d.code == dx.NO_FEASIBLE_VALUE.code for d in errors) else 2
+            infeasible = (dx.NO_FEASIBLE_VALUE.code, dx.INFEASIBLE_PLAN.code)
+            return 1 if errors and all(d.code in infeasible for d in errors) else 2
         return 1 if self.failed_checks or self.infeasible else 0
 
 

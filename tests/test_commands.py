@@ -368,12 +368,9 @@ STARTER_HARDWARE = ("h100-sxm", "h200", "mi300x")
 def test_every_catalog_model_gets_a_starter_that_compiles(tmp_path: Path) -> None:
     """Every model of the stdlib on a few accelerators: the starter compiles with exit 0 (warnings,
     such as a replica wider than a scale-up domain, allowed), and its two checks hold."""
-    import time
-
     from planc import starter
     from planc.pipeline import compile_plan
 
-    started = time.monotonic()
     models = starter.choices("models")
     assert len(models) >= 20 and "llama-3.1-70b" in models
     for hardware in STARTER_HARDWARE:
@@ -384,7 +381,7 @@ def test_every_catalog_model_gets_a_starter_that_compiles(tmp_path: Path) -> Non
             assert result.exit_code == 0, (model, hardware, [d.message for d in result.diagnostics])
             assert len(result.lowered.checks) == 2 and all(c.holds for c in result.lowered.checks)
             assert len(result.lowered.summary) == 4
-    assert time.monotonic() - started < 60  # about 15 s on a CI machine
+    # (how long these compiles take is bench/compile_speed.py's to say: a timed test fails on a busy machine)
 
 
 def test_init_writes_a_commented_starter(tmp_path: Path) -> None:
