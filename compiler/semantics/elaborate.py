@@ -429,9 +429,10 @@ class Elaborator:
         for f in inst.decl.fields:
             head = f.target.steps[0]
             spec = inst.kind.fields.get(head.name)
-            if spec is None:
+            if spec is None:  # what a plan sets is an input, first: `tp` is tensor_parallel, not tpot
+                inputs = [n for n, s in inst.kind.fields.items() if isinstance(s.decl, ast.InputDecl)]
                 self._unknown(head.name, head.span, list(inst.kind.fields), "field",
-                              owner=f"`{inst.kind.name}`")
+                              owner=f"`{inst.kind.name}`", preferred=inputs)
             elif len(f.target.steps) > 1 and not (len(f.target.steps) == 2 and f.target.steps[1].indexed):
                 self.sink.add(dx.UNKNOWN_FIELD.at(
                     f.target.span, "nested assignment", owner=f"`{inst.kind.name}`", name=f.target.dotted,
@@ -1276,9 +1277,10 @@ class Elaborator:
                                        help="write a comparison such as `batch <= 64`"))
         return False
 
-    def _unknown(self, name: str, span: Span, candidates: list[str], what: str, owner: str = "") -> None:
-        close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
-        help_ = f"did you mean `{close[0]}`?" if close else (
+    def _unknown(self, name: str, span: Span, candidates: list[str], what: str, owner: str = "",
+                 preferred: list[str] | None = None) -> None:
+        close = suggestion(name, candidates, preferred or [])
+        help_ = f"did you mean `{close}`?" if close else (
             f"known {what}s: " + ", ".join(f"`{c}`" for c in sorted(set(candidates))[:10]) if candidates
             else f"declare the {what} first")
         if what == "field":
@@ -1371,6 +1373,38 @@ def _as_bool_expr(value: Value | None) -> Value | None:
 def _is_literal(value: ir.Expr) -> bool:
     return isinstance(value, ir.Lit)
 
+
+
+def suggestion(name: str, candidates: list[str], preferred: list[str]) -> str | None:
+    """The candidate a misspelt or abbreviated `name` most likely means, the preferred ones
+    (a kind's inputs, which a plan sets) before the others, trying in turn: a candidate whose
+    words' initials spell it (`tp` → `tensor_parallel`); a close spelling (difflib, ratio ≥ 0.8:
+    `layer` → `layers`); a candidate that is one of its words (`kv_cache` → `kv`); one that shares
+    most of its words; a looser spelling (ratio ≥ 0.6). None when nothing is close."""
+    words = [w for w in name.lower().split("_") if w]
+    groups = [sorted(set(preferred)), sorted(set(candidates) - set(preferred))]
+
+    def initials(c: str) -> str:
+        return "".join(w[0] for w in c.split("_") if w)
+
+    def spelt(group: list[str], cutoff: float) -> str | None:
+        return next(iter(difflib.get_close_matches(name, group, n=1, cutoff=cutoff)), None)
+
+    rules: list[Callable[[list[str]], str | None]] = [
+        lambda group: min((c for c in group if "_" not in name and len(name) >= 2 and "_" in c and initials(c) == name),
+                          key=len, default=None),
+        lambda group: spelt(group, 0.8),
+        lambda group: min((c for c in group if len(words) > 1 and c in words), key=len, default=None),
+        lambda group: min((c for c in group if len(words) > 1 and 2 * sum(w in c.split("_") for w in words) > len(words)),
+                          key=len, default=None),
+        lambda group: spelt(group, 0.6),
+    ]
+    for rule in rules:
+        for group in groups:
+            found = rule(group)
+            if found is not None:
+                return found
+    return None
 
 
 def _unit_help(want: Dim | str | None, got: Dim | str) -> str:
