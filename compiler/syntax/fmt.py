@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .parser import _parser
+from .highlight import lexed
 
 
 class FormatError(ValueError):
@@ -117,11 +117,9 @@ def _lines(text: str) -> list[tuple[int, list[_Token]]]:
     """The text as lines: each its indentation (in columns) and its tokens."""
     from lark.exceptions import LarkError
 
-    parser = _parser()
     out: list[tuple[int, list[_Token]]] = []
     current: list[_Token] = []
     indent = 0
-    at = 0
     pending_space = False
     last_code = "LPAR"  # a `-` that opens the file is a sign
 
@@ -139,24 +137,15 @@ def _lines(text: str) -> list[tuple[int, list[_Token]]]:
                 pending_space = True
 
     try:
-        for token in parser.lex(text, dont_ignore=True):
-            start, end = token.start_pos, token.end_pos
-            if start is None or end is None or start < at:
-                continue
-            if start > at:
-                gap(text[at:start])
-            value = text[start:end]
-            if token.type.startswith("__IGNORE") or token.type == "_NL":
+        for terminal, value in lexed(text):
+            if not terminal or terminal.startswith("__IGNORE") or terminal == "_NL":
                 gap(value)
             else:
-                sign = token.type == "MINUS" and last_code in _BEFORE_SIGN
-                current.append(_Token(token.type, value, pending_space or not current, sign))
+                sign = terminal == "MINUS" and last_code in _BEFORE_SIGN
+                current.append(_Token(terminal, value, pending_space or not current, sign))
                 pending_space = False
-                last_code = token.type
-            at = end
+                last_code = terminal
     except LarkError as exc:
         raise FormatError(str(exc).splitlines()[0]) from None
-    if at < len(text):
-        gap(text[at:])
     out.append((indent, current))
     return out

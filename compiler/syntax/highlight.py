@@ -1,7 +1,9 @@
 """Token classes for showing plan source: the syntax highlighting of the report's appendix.
 
-Contract: `pieces(text) -> list[tuple[str, str]]` cuts the text into (class, piece) pairs whose
-pieces concatenate to the text exactly. The class is "keyword", "string", "number", "comment",
+Contract: `lexed(text)` yields (terminal, piece) pairs whose pieces concatenate to the text up to
+where Lark's basic lexer, over all of the grammar's terminals, stops (it then raises Lark's
+error); white space between tokens is a piece of terminal "". `pieces(text) -> list[tuple[str,
+str]]` cuts the text into (class, piece) pairs whose pieces concatenate to the text exactly. The class is "keyword", "string", "number", "comment",
 "name" or "" (punctuation, white space, anything else). The classes come from the grammar's own
 terminals, lexed by Lark's basic lexer over all of them (no parse: a plan with errors still
 highlights); text the lexer cannot read is returned as one plain piece. Lark is imported here
@@ -10,31 +12,41 @@ only when a report asks for highlighting.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from .parser import _parser
 
 _CLASSES = {"STRING": "string", "NUMBER": "number", "MONEY": "number", "COMMENT": "comment",
             "NAME": "name", "UNIT": "name"}
 
 
+def lexed(text: str) -> Iterator[tuple[str, str]]:
+    at = 0
+    for token in _parser().lex(text, dont_ignore=True):
+        start, end = token.start_pos, token.end_pos
+        if start is None or end is None or start < at:
+            continue
+        if start > at:
+            yield "", text[at:start]
+        yield token.type, text[start:end]
+        at = end
+    if at < len(text):
+        yield "", text[at:]
+
+
 def pieces(text: str) -> list[tuple[str, str]]:
     from lark.exceptions import LarkError
     from lark.lexer import PatternStr
 
-    parser = _parser()
-    keywords = {t.name for t in parser.terminals
+    keywords = {t.name for t in _parser().terminals
                 if isinstance(t.pattern, PatternStr) and t.pattern.value.isalpha()}
     out: list[tuple[str, str]] = []
     at = 0
     try:
-        for token in parser.lex(text, dont_ignore=True):
-            start, end = token.start_pos, token.end_pos
-            if start is None or end is None or start < at:
-                continue
-            if start > at:
-                out.append(("", text[at:start]))
-            kind = "keyword" if token.type in keywords else _CLASSES.get(token.type, "")
-            out.append((kind, text[start:end]))
-            at = end
+        for terminal, piece in lexed(text):
+            kind = "keyword" if terminal in keywords else _CLASSES.get(terminal, "")
+            out.append((kind, piece))
+            at += len(piece)
     except LarkError:
         pass  # the rest is shown as it is
     if at < len(text):
