@@ -3,8 +3,9 @@
 Contract: `sides(lowered, expr) -> Sides | None` follows a failed requirement through the boolean
 quantities it names and the `and`s it joins to the comparison that fails, and gives its two
 sides with their values (and the values of the quantities a compound side adds up).
-`remedies(lowered, expr, limit=3) -> list[str]` proposes, for each numeric input the plan can set
-(not a specification such as a model's head count) that the failing comparison depends on, the
+`remedies(lowered, expr, limit=3) -> list[str]` proposes, for each numeric input of the plan's own
+instances (those its file declares: not a catalog model's head count, not an engine's constant)
+that the failing comparison depends on, the
 value nearest to the plan's at which every requirement holds, found on a vectorised grid of
 ×1/64 … ×64 around it (whole numbers stay whole); the proposals are ranked by how little they
 move, as phrases like "`chat.tensor_parallel` = 2 (now 1)". Nothing here raises for a plan: an
@@ -94,19 +95,26 @@ def remedies(lowered: Any, expr: ir.Expr, limit: int = 3) -> list[str]:
     el = lowered.elaborated
     requirements = [r.expr for r in el.requirements]
     reads = ir.upstream(el, [comparison])
-    candidates = [n for n in el.order if n in reads and _settable(el.nodes[n], lowered.values.get(n))]
+    mine = set(el.main_instances)
+    candidates = [n for n in el.order if n in reads and el.nodes[n].owner in mine
+                  and _settable(el.nodes[n], lowered.values.get(n))]
     found: list[tuple[float, str]] = []
     for node_id in candidates:
         now = float(lowered.values[node_id])
-        whole = float(now).is_integer()
-        trial = sorted({_round(now * f, whole, f > 1) for f in _FACTORS} - {now}, key=lambda v: abs(math.log(v / now)))
+        if not math.isfinite(now):
+            continue
+        whole = now.is_integer()
+        trial = sorted({v for v in (_round(now * f, whole, f > 1) for f in _FACTORS) if math.isfinite(v) and v > 0}
+                       - {now}, key=lambda v: abs(math.log(v / now)))
+        if not trial:
+            continue
         try:
             values = evaluate_many(el, lowered.values, {node_id: np.array(trial, dtype=float)},
                                    ir.upstream(el, [comparison, *requirements]) | {node_id})
             holds = np.ones(len(trial), dtype=bool)
             for r in requirements:
                 holds &= np.broadcast_to(np.asarray(vec_eval(r, values), dtype=bool), (len(trial),))
-        except (ArithmeticError, ValueError, KeyError, TypeError):
+        except (ArithmeticError, ValueError, KeyError, TypeError, OverflowError):
             continue
         good = [v for v, ok in zip(trial, holds) if ok]
         if good:
@@ -125,6 +133,8 @@ def _settable(node: ir.Node, value: Any) -> bool:
 
 
 def _round(value: float, whole: bool, up: bool) -> float:
+    if not math.isfinite(value):
+        return math.nan
     if not whole:
         return float(f"{value:.3g}")
     return float(max(math.ceil(value) if up else math.floor(value), 1))
