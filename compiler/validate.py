@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import os
 import re
 import statistics
 import tempfile
@@ -214,55 +215,76 @@ deployment d {{
 
 
 def predict(rows: Iterable[Row]) -> list[Prediction]:
+    """Each row's prediction, in the rows' order. Rows are independent plans: with more than one
+    core (and `PLAN_JOBS` not 1) they are compiled by forked workers, one per core, which gives
+    the same predictions as one process does, in about half the time on two cores."""
+    rows = list(rows)
+    workers = _workers()
+    if workers > 1 and len(rows) > 64:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_predict_one, rows, chunksize=8)
+    return [_predict_one(row) for row in rows]
+
+
+def _workers() -> int:
+    import multiprocessing
+
+    if os.environ.get("PLAN_JOBS", "").strip() == "1" or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@functools.cache
+def _catalogs() -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    return _catalog("models"), _catalog("hardware")
+
+
+def _predict_one(row: Row) -> Prediction:
     from .pipeline import compile_plan
 
-    models, hardware = _catalog("models"), _catalog("hardware")
-    out = []
+    models, hardware = _catalogs()
+    try:
+        measured = float(row["value"])
+    except ValueError:
+        return Prediction(row, float("nan"), problem="value is not a number")
+    if not measured > 0:
+        return Prediction(row, measured, problem="value is not positive")
+    text, why = plan_text(row, models, hardware)
+    if text is None:
+        return Prediction(row, measured, problem=why)
     with tempfile.TemporaryDirectory(prefix="plan-validate-") as tmp:
         path = Path(tmp) / "row.plan"
-        for row in rows:
-            try:
-                measured = float(row["value"])
-            except ValueError:
-                out.append(Prediction(row, float("nan"), problem="value is not a number"))
-                continue
-            if not measured > 0:
-                out.append(Prediction(row, measured, problem="value is not positive"))
-                continue
-            text, why = plan_text(row, models, hardware)
-            if text is None:
-                out.append(Prediction(row, measured, problem=why))
-                continue
-            path.write_text(text, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
+        result = compile_plan(path, shown=f"{row.file}:{row.line}")
+        if result.lowered is not None and row["metric"] == "max_throughput":
+            admitted = _admitted(row, result.lowered.values)
+            if admitted < 1:
+                return Prediction(row, measured, problem="the engine admits no request of this length")
+            path.write_text(_with_batch(text, admitted), encoding="utf-8")
             result = compile_plan(path, shown=f"{row.file}:{row.line}")
-            if result.lowered is not None and row["metric"] == "max_throughput":
-                admitted = _admitted(row, result.lowered.values)
-                if admitted < 1:
-                    out.append(Prediction(row, measured, problem="the engine admits no request of this length"))
-                    continue
-                path.write_text(_with_batch(text, admitted), encoding="utf-8")
-                result = compile_plan(path, shown=f"{row.file}:{row.line}")
-            if result.lowered is None:
-                first = next((d for d in result.diagnostics if d.is_error), None)
-                out.append(Prediction(row, measured, problem="the plan does not compile: "
-                                      + (first.message if first else "unknown")))
-                continue
-            values = result.lowered.values
-            quantity, factor = METRICS[row["metric"]]
-            scale = 1.0
-            if row["metric"] in ("static_throughput", "max_throughput"):  # replicas of the setup run side by side
-                gpus = _count(row["gpus"]) or 1
-                scale = gpus / ((_count(row["tp"], 1) or 1) * (_count(row["pp"], 1) or 1))
-            prediction = Prediction(row, measured, predicted=float(values[f"d.{quantity}"]) * factor * scale)
-            if row["metric"] == "decode_step":
-                prediction.floor = float(values["d.step_time_floor"]) * factor
-            experts = float(values.get("m.experts", 1))
-            prediction.arch = "MLA" if "m.kv_lora_rank" in values else "MoE" if experts > 1 else (
-                "MHA" if values.get("m.kv_heads") == values.get("m.heads") else "GQA")
-            w = row["weights"] or "bf16"
-            prediction.precision = "16-bit" if w in ("bf16", "fp16") else w
-            out.append(prediction)
-    return out
+    if result.lowered is None:
+        first = next((d for d in result.diagnostics if d.is_error), None)
+        return Prediction(row, measured, problem="the plan does not compile: " + (first.message if first else "unknown"))
+    values = result.lowered.values
+    quantity, factor = METRICS[row["metric"]]
+    scale = 1.0
+    if row["metric"] in ("static_throughput", "max_throughput"):  # replicas of the setup run side by side
+        gpus = _count(row["gpus"]) or 1
+        scale = gpus / ((_count(row["tp"], 1) or 1) * (_count(row["pp"], 1) or 1))
+    prediction = Prediction(row, measured, predicted=float(values[f"d.{quantity}"]) * factor * scale)
+    if row["metric"] == "decode_step":
+        prediction.floor = float(values["d.step_time_floor"]) * factor
+    experts = float(values.get("m.experts", 1))
+    prediction.arch = "MLA" if "m.kv_lora_rank" in values else "MoE" if experts > 1 else (
+        "MHA" if values.get("m.kv_heads") == values.get("m.heads") else "GQA")
+    w = row["weights"] or "bf16"
+    prediction.precision = "16-bit" if w in ("bf16", "fp16") else w
+    return prediction
 
 
 def _admitted(row: Row, values: Mapping[str, object]) -> int:
