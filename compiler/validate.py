@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import functools
 import json
-import os
 import re
 import statistics
 import tempfile
@@ -30,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+
+from .jobs import fork_workers
 
 # metric -> (quantity of the deployment, unit factor from the stdlib's base unit to the row's unit)
 METRICS: dict[str, tuple[str, float]] = {
@@ -219,24 +220,13 @@ def predict(rows: Iterable[Row]) -> list[Prediction]:
     core (and `PLAN_JOBS` not 1) they are compiled by forked workers, one per core, which gives
     the same predictions as one process does, in about half the time on two cores."""
     rows = list(rows)
-    workers = _workers()
+    workers = fork_workers()
     if workers > 1 and len(rows) > 64:
         import multiprocessing
 
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             return pool.map(_predict_one, rows, chunksize=8)
     return [_predict_one(row) for row in rows]
-
-
-def _workers() -> int:
-    import multiprocessing
-
-    if os.environ.get("PLAN_JOBS", "").strip() == "1" or "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 @functools.cache

@@ -19,9 +19,10 @@ wait for it.
 from __future__ import annotations
 
 import multiprocessing
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from ..jobs import fork_workers
 
 T = TypeVar("T")
 
@@ -73,10 +74,4 @@ def _run(work: Callable[[], Any], send: Any) -> None:
 
 
 def _parallel() -> bool:
-    if os.environ.get("PLAN_JOBS", "").strip() == "1":
-        return False
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return cores > 1 and "fork" in multiprocessing.get_all_start_methods()
+    return fork_workers() > 1
