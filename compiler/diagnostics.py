@@ -160,6 +160,7 @@ NOT_A_NUMBER = Code("E0405", "undefined value", "`{name}` has no defined value (
 NO_FEASIBLE_VALUE = Code("E0407", "no feasible value", "no value of `{var}` meets the condition of `{name}` ({detail})")
 UNDERFLOW = Code("E0406", "numeric underflow", "`{name}` underflows ({detail})")
 INFEASIBLE_PLAN = Code("E0408", "infeasible plan", "{message}")
+NOT_WHOLE = Code("E0409", "not a whole number", "`{name}` takes a whole number{what}, not {value}")
 # Questions
 CHECK_NOT_COMPARISON = Code("E0502", "check is not a comparison", "a `check` needs a comparison, found {found}")
 QUESTION_INVALID = Code("E0503", "question cannot be evaluated", "{message}")

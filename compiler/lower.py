@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from . import diagnostics as dx
 from .builtins import BUILTINS, sympy_function
 from .semantics import ir
-from .semantics.units import Dim, format_number, format_quantity
+from .semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
 from .source import Span
 
 if TYPE_CHECKING:
@@ -474,7 +474,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     # An impossible input (zero users) explains the divisions by zero downstream: report the
     # requirement, and the evaluation problems only when no requirement failed.
     _advisories(out, failed, sink)
-    if _requirements(out, failed, sink):
+    if _whole_numbers(out, sink) | _requirements(out, failed, sink):
         return out
     for node, problem in problems:
         sink.add(_diagnostic(node.id, node.decl_span, problem))
@@ -553,6 +553,34 @@ def _outcome(expr: ir.Expr, out: Lowered, label: str | None) -> Outcome:
     if isinstance(expr, ir.Op) and expr.op in _CMP:
         left, right = (evaluate(a, out.values) for a in expr.args)
     return Outcome(expr, holds, left, right, label)
+
+
+def _whole_numbers(out: Lowered, sink: dx.Sink) -> bool:
+    """E0409 at the plan's line that gives a quantity declared `integer` (a batch, a TP degree,
+    a count of replicas) a value that is not a whole number; True if any did. Only values the
+    plan writes are held to it: the stdlib binds the same fields to means (`batch =
+    operating_batch`, the average running batch) in the variants it derives."""
+    bad = False
+    for node in out.elaborated.nodes.values():
+        value = out.values.get(node.id)
+        if (not node.integral or node.span.file.is_stdlib or value is None or isinstance(value, bool)
+                or _whole(value)):
+            continue
+        bad = True
+        low = math.floor(value)
+        counted = isinstance(node.dim, Dim) and node.dim != DIMENSIONLESS
+        shown = _show(value, node.dim)
+        sink.add(dx.NOT_WHOLE.at(
+            node.span, f"this is {shown}", name=node.id, what=f" of `{node.dim}`" if counted else "", value=shown,
+            secondary=[dx.Label(node.type_span, "declared a whole number here")] if node.type_span else [],
+            help=f"round it to {_show(Fraction(low), node.dim)} or {_show(Fraction(low + 1), node.dim)}"))
+    return bad
+
+
+def _whole(value: Number) -> bool:
+    if isinstance(value, Fraction):
+        return value.denominator == 1
+    return math.isfinite(value) and abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))
 
 
 def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:

@@ -103,7 +103,7 @@ def remedies(lowered: Any, expr: ir.Expr, limit: int = 3) -> list[str]:
         now = float(lowered.values[node_id])
         if not math.isfinite(now):
             continue
-        whole = now.is_integer()
+        whole = el.nodes[node_id].integral or now.is_integer()  # a field declared `integer` stays whole
         trial = sorted({v for v in (_round(now * f, whole, f > 1) for f in _FACTORS) if math.isfinite(v) and v > 0}
                        - {now}, key=lambda v: abs(math.log(v / now)))
         if not trial:

@@ -213,7 +213,29 @@ class _Solver:
                                              help="name a field of an instance, like `chat.batch`"))
             return None
         field_name = names[1] + "".join(names[2:])
+        node_id = f"{steps[0].name}.{field_name}"
+        if any(not s.indexed for s in steps[2:]) or (node_id not in self.nodes and node_id not in self.base.elaborated.statics):
+            fields = sorted({n.split(".", 1)[1].split("[", 1)[0] for n in (*self.nodes, *self.base.elaborated.statics)
+                             if n.split(".", 1)[0] == steps[0].name and "@" not in n})
+            from .semantics.elaborate import suggestion
+
+            near = suggestion(field_name, fields, []) if len(steps) == 2 else None
+            if subject is not None and len(subject.steps) > 1:  # `sweep chat.devices over chat.batch in ...`
+                hint = (f"a question's subject is an instance and its domains name that instance's fields: "
+                        f"`over {path.steps[-1].name} in ...` varies `{steps[0].name}.{path.steps[-1].name}`")
+            elif near:
+                hint = f"did you mean `{steps[0].name}.{near}`?"
+            else:
+                hint = f"name one field of `{steps[0].name}`, like `{steps[0].name}.batch`"
+            shown = ".".join(s.name for s in steps)
+            self.sink.add(dx.UNKNOWN_NAME.at(path.span, f"`{shown}` is not a field of `{steps[0].name}`", name=shown, help=hint))
+            return None
         return steps[0].name, field_name
+
+    def whole(self, target: tuple[str, str]) -> str:
+        """The field's id if it takes whole numbers only (declared `integer`), else ""."""
+        node = self.nodes.get(f"{target[0]}.{target[1]}")
+        return node.id if node is not None and node.integral else ""
 
     def variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
         """The plan with some definitions replaced, evaluated (memoised: a comparison, a search
@@ -234,6 +256,9 @@ class _Solver:
         lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             first = next(d for d in sink.items if d.is_error)
+            if first.primary is not None and _within(first.primary.span, span):  # already at the question's own value (E0409 on `2.5`)
+                self.sink.add(first)
+                return None
             self.sink.add(dx.QUESTION_INVALID.at(span, "this variant is not a valid plan", message=first.message,
                                                  help="check the values this question sets"))
             return None
@@ -653,27 +678,35 @@ class _Solver:
         same = [f"{k[0]} by {_text(c.branches[0])}" for k, c in after.items()][:4]
         return [f"the same constraints decide {headline} as in the baseline: " + ", ".join(same)] if same else []
 
-    def points(self, domain: ast.Domain, lowered: Lowered) -> list[ast.Expr] | None:
-        bounds = self.range_of(domain, lowered)
+    def points(self, domain: ast.Domain, lowered: Lowered, whole: str = "") -> list[ast.Expr] | None:
+        """The domain's values; of a field declared `integer`, whole numbers only."""
+        bounds = self.range_of(domain, lowered, whole)
         if bounds is None:
             return None
         if isinstance(bounds, list):
             return bounds
         lo, hi, step, dim = bounds
-        values = _range_points(lo, hi, step)
+        values = _range_points(lo, hi, step, bool(whole))
         return [_number_like(domain.low, v, dim) for v in values]  # type: ignore[arg-type]
 
-    def range_of(self, domain: ast.Domain, lowered: Lowered) -> list[ast.Expr] | tuple[float, float, str, Any] | None:
+    def range_of(self, domain: ast.Domain, lowered: Lowered,
+                 whole: str = "") -> list[ast.Expr] | tuple[float, float, str, Any] | None:
         """A domain's list of values, or a range's checked ends (low, high, step, dimension):
         both ends evaluate to finite numbers, the low end first, a log-stepped range starting
-        above zero. Nothing is built here, so the size can be checked first (`domain_size`)."""
+        above zero; with `whole` (the id of a field declared `integer`), every listed value and both
+        ends whole numbers (E0409 at the one that is not). Nothing is built here, so the size
+        can be checked first (`domain_size`)."""
         if domain.values is not None:
             for v in domain.values:
                 if (isinstance(v, ast.Number) or _is_neg_number(v)) and not _finite_literal(v, lowered):
                     self.sink.add(dx.BAD_RANGE.at(v.span, "beyond ±1.8e308", message="a value of the domain is not a finite number",
                                                   help="write values within about 1e±308"))
                     return None
+                if whole and not self._whole_value(v, lowered, whole):
+                    return None
             return list(domain.values)
+        if whole and not all(self._whole_value(e, lowered, whole) for e in (domain.low, domain.high) if e is not None):
+            return None
         assert domain.low is not None and domain.high is not None
         lo_v, hi_v = (self.expr_in(e, lowered) for e in (domain.low, domain.high))
         if lo_v is None or hi_v is None:
@@ -705,6 +738,21 @@ class _Solver:
             return None
         return lo, hi, step, lo_v.dim
 
+    def _whole_value(self, e: ast.Expr, lowered: Lowered, field: str) -> bool:
+        """False, with E0409 at the value, if a value given to a field declared `integer` is not
+        a whole number (a value that does not evaluate is reported where it is used)."""
+        value = self._elaborated(e, lowered, dx.Sink())
+        try:
+            number = evaluate(value, lowered.values) if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) else None
+        except EvalError:
+            return True
+        if number is None or isinstance(number, bool) or _whole_number(number):
+            return True
+        low = math.floor(number)
+        self.sink.add(dx.NOT_WHOLE.at(e.span, f"this is {_num(number)}", name=field, what="",
+                                      value=_num(number), help=f"use whole numbers, such as {low} or {low + 1}"))
+        return False
+
     def sized(self, q: ast.Question, domains: list[ast.Domain]) -> list[list[ast.Expr] | tuple[float, float, str, Any]] | None:
         """Every domain's ends, checked, and their product against the shared cap, before any
         point exists."""
@@ -728,7 +776,7 @@ class _Solver:
         targets, axes = [], []
         for d in domains:
             t = self.target(d.target, subject)
-            pts = self.points(d, self.base)
+            pts = self.points(d, self.base, self.whole(t)) if t is not None else None
             if t is None or pts is None:
                 return None
             targets.append(t)
@@ -902,7 +950,7 @@ class _Solver:
         numeric_axes: list[tuple[str, list[ast.Expr]]] = []
         for d in q.domains:
             t = self.target(d.target, q.subject)
-            pts = self.points(d, self.base)
+            pts = self.points(d, self.base, self.whole(t)) if t is not None else None
             if t is None or pts is None:
                 return None
             node_id = f"{t[0]}.{t[1]}"
@@ -1321,7 +1369,10 @@ def _path_expr(path: ast.Path) -> ast.Expr:
 
 
 def _is_integer(node: ir.Node, value: Any) -> bool:
-    """Counted quantities (plain counts, tokens, requests, devices) are solved over integers."""
+    """Fields declared `integer`, and counted quantities (plain counts, tokens, requests,
+    devices) that hold a whole number, are solved over integers."""
+    if node.integral:
+        return True
     dim = node.dim
     if not isinstance(dim, Dim) or not (isinstance(value, Fraction) and value.denominator == 1):
         return False
@@ -1330,6 +1381,17 @@ def _is_integer(node: ir.Node, value: Any) -> bool:
     exponents = {b: dim.exponent(b) for b in BASES}
     nonzero = {b: e for b, e in exponents.items() if e != 0}
     return not nonzero or (len(nonzero) == 1 and next(iter(nonzero)) in COUNTING_BASES and next(iter(nonzero.values())) == 1)
+
+
+def _whole_number(x: Any) -> bool:
+    if isinstance(x, Fraction):
+        return x.denominator == 1
+    return math.isfinite(x) and float(x).is_integer()
+
+
+def _within(inner: Any, outer: Any) -> bool:
+    """One span lies inside another (same file)."""
+    return bool(inner.file == outer.file and outer.start <= inner.start and inner.end <= outer.end)
 
 
 def _depends(lowered: Lowered, e: ir.Expr, unknown: str) -> bool:
@@ -1407,7 +1469,11 @@ def _range_size(lo: float, hi: float, step: str) -> int:
     return 17
 
 
-def _range_points(lo: float, hi: float, step: str) -> list[float]:
+def _range_points(lo: float, hi: float, step: str, whole: bool = False) -> list[float]:
+    """The points of a range; `whole`: the ends are whole, and so is every point (17 evenly
+    spaced whole numbers when the range holds too many to list)."""
+    if whole and step == "linear" and hi - lo > 10_000:
+        return sorted({float(round(lo + (hi - lo) * k / 16)) for k in range(17)})
     if step in ("log2", "log10"):
         assert lo > 0, "a log-stepped range starts above zero (checked by range_of)"
         factor = 2 if step == "log2" else 10

@@ -128,8 +128,11 @@ class TypeInfo:
     unit: str | None = None
     enum: ast.EnumDecl | None = None
     kind: Kind | None = None
+    integral: bool = False  # `integer` or `integer tokens`: whole numbers only
 
     def describe(self) -> str:
+        if self.tag == "dim" and self.integral:
+            return f"a whole number of `{self.dim}`" if self.dim != DIMENSIONLESS else "a whole number"
         if self.tag == "dim":
             return f"a quantity in `{self.dim}`" if self.dim != DIMENSIONLESS else "a plain number"
         if self.tag == "enum":
@@ -140,6 +143,9 @@ class TypeInfo:
             return f"a `{self.kind.name}`"
         return "a true/false value" if self.tag == "bool" else "a map"
 
+
+#: the type word of a whole-number input: `input batch: integer`, `input kv_block_size: integer tokens`
+INTEGER = "integer"
 
 BUILTINS: dict[str, tuple[int, int]] = {
     "erlang_c": (2, 2), "normal_cdf": (1, 1), "normal_quantile": (1, 1),
@@ -626,6 +632,8 @@ class Elaborator:
             section=(meta.spec.section or ("Inputs set from other inputs" if isinstance(meta.spec.decl, ast.InputDecl)
                                            else None)) if meta.spec is not None else None,
             unit=meta.ftype.unit if meta.ftype is not None else None,
+            integral=meta.ftype is not None and meta.ftype.integral,
+            type_span=meta.type_span,
             owner=meta.owner, field=meta.field, overridden=meta.overridden,
             deps=tuple(ir.refs(value)), interval=interval,
             # a spec the plan gives as a range (`hidden = 8000 .. 9000`) is uncertain: an assumption
@@ -679,6 +687,11 @@ class Elaborator:
             unit = self._unit(t.words, t.words_span)
             return TypeInfo("map", dim=unit[1], unit=unit[0], enum=key) if unit else None
         assert isinstance(t, ast.UnitType)
+        if t.words[0] == INTEGER:  # `integer`, `integer tokens`: a count that takes whole numbers only
+            if len(t.words) == 1:
+                return TypeInfo("dim", dim=DIMENSIONLESS, integral=True)
+            unit = self._unit(t.words[1:], t.span)
+            return TypeInfo("dim", dim=unit[1], unit=unit[0], integral=True) if unit else None
         unit = self._unit(t.words, t.span)
         return TypeInfo("dim", dim=unit[1], unit=unit[0]) if unit else None
 

@@ -94,6 +94,8 @@ class Node:
     # that happens to be a constant (`kv_shards = 1` for a shared latent), an enumeration
     # member's attribute (`dtype.fp8.bytes`); unless the plan gives it as a range
     is_definition: bool = False
+    integral: bool = False  # declared `integer`: its value must be a whole number
+    type_span: Span | None = None  # where its type is declared
 
 
 @dataclass(frozen=True, slots=True)
