@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from . import diagnostics as dx
 from .builtins import BUILTINS, sympy_function
 from .semantics import ir
-from .semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
+from .semantics.units import DIMENSIONLESS, Dim, UnitError, format_number, format_quantity, unit_scale
 from .source import Span
 
 if TYPE_CHECKING:
@@ -619,7 +619,8 @@ def _clauses(clauses: list[ir.Requirement], out: Lowered, failed: set[str], sink
         detail = f"`{' '.join(req.expr.span.text.split())}` does not hold"
         if outcome.left is not None and outcome.right is not None and isinstance(req.expr, ir.Op):
             dim = req.expr.args[0].dim
-            detail += f": {_show(outcome.left, dim)} vs {_show(outcome.right, dim)}"
+            unit = _written_unit(req.expr.args, out.elaborated)
+            detail += f": {_show(outcome.left, dim, unit)} vs {_show(outcome.right, dim, unit)}"
         from .remedy import remedies, sides
 
         notes = [detail]
@@ -643,5 +644,22 @@ def _clauses(clauses: list[ir.Requirement], out: Lowered, failed: set[str], sink
     return any_failed
 
 
-def _show(value: Number, dim: ir.Type) -> str:
-    return format_quantity(float(value), dim) if isinstance(dim, Dim) else str(value)
+def _show(value: Number, dim: ir.Type, unit: str | None = None) -> str:
+    return format_quantity(float(value), dim, unit) if isinstance(dim, Dim) else str(value)
+
+
+def _written_unit(sides: tuple[ir.Expr, ...], elaborated: ir.Elaborated) -> str | None:
+    """The unit a comparison's sides are best shown in: the declared unit of a field it
+    compares, else the unit its literal is written in, unless a base unit (`price >= 0 USD/h`
+    shows USD/h, not USD/s); None lets the dimension choose."""
+    for side in sides:
+        if isinstance(side, ir.Ref) and side.node in elaborated.nodes and elaborated.nodes[side.node].unit:
+            return elaborated.nodes[side.node].unit
+    for side in sides:
+        words = side.text.split()[1:] if isinstance(side, ir.Lit) else []
+        if words and isinstance(side.dim, Dim):
+            with contextlib.suppress(UnitError):
+                scale, dim = unit_scale(" ".join(words))
+                if dim == side.dim and scale != 1:  # a base unit (`0 B`) lets the dimension choose
+                    return " ".join(words)
+    return None

@@ -49,6 +49,13 @@ def test_bits_are_an_eighth_of_a_byte() -> None:
     assert unit_scale("bits")[0] == unit_scale("bit")[0]
 
 
+def test_network_rates_in_bits_per_second() -> None:
+    # `400 Gbps` is how a NIC is sold: 400 Gbit/s = 50 GB/s
+    assert unit_scale("Gbps") == unit_scale("Gbit/s") == (Fraction(10**9, 8), SIZE / TIME)
+    assert 400 * unit_scale("Gbps")[0] == 50 * unit_scale("GB/s")[0]
+    assert unit_scale("Mbps")[0] == Fraction(10**6, 8)
+
+
 @pytest.mark.parametrize(
     ("unit", "seconds"),
     [("ms", Fraction(1, 1000)), ("us", Fraction(1, 10**6)), ("µs", Fraction(1, 10**6)),
@@ -118,7 +125,7 @@ def test_leading_slash_means_per() -> None:
 
 @pytest.mark.parametrize(
     ("word", "factor", "suggestion"),
-    [("GBs", "GBs", "GB"), ("KB", "KB", "kB or KiB"), ("FLOPS", "FLOPS", "FLOP/s"),
+    [("GBs", "GBs", "GB or GB/s"), ("GiBs", "GiBs", "GiB or GiB/s"), ("KB", "KB", "kB or KiB"), ("FLOPS", "FLOPS", "FLOP/s"),
      ("TFLOPS", "TFLOPS", "TFLOP/s"), ("Kb", "Kb", "kbit or Kibit"), ("KB/s", "KB", "kB or KiB"),
      ("gib", "gib", "GiB"), ("GB/sek", "sek", "sec"), ("xyzzy", "xyzzy", None)],
 )

@@ -84,6 +84,7 @@ UNIT_ROWS: Final[tuple[_UnitRow, ...]] = (
     (("byte", "bytes"), _F(1), {"bytes": 1}, _NO_PREFIX),
     (("bit",), _F(1, 8), {"bytes": 1}, _BYTE_PREFIXES),
     (("bits",), _F(1, 8), {"bytes": 1}, _NO_PREFIX),
+    (("bps",), _F(1, 8), {"bytes": 1, "time": -1}, DECIMAL_PREFIXES),  # network rates: `400 Gbps` = `400 Gbit/s`
     (("FLOP", "FLOPs"), _F(1), {"flop": 1}, DECIMAL_PREFIXES),
     (("tokens", "token", "tok"), _F(1), {"tokens": 1}, _NO_PREFIX),
     (("requests", "request", "req", "reqs"), _F(1), {"requests": 1}, _NO_PREFIX),
@@ -106,6 +107,8 @@ AMBIGUOUS_UNITS: Final[Mapping[str, str]] = MappingProxyType({
     **{f"{p}FLOPS": f"{p}FLOP/s" for p in DECIMAL_PREFIXES},
     **{f"{p}flops": f"{p}FLOP/s" for p in DECIMAL_PREFIXES},
     **{f"{p}b": f"{p}bit or {p}B" for p in ("M", "G", "T", "P", "E")},
+    # `GBs`: gigabytes, or gigabytes per second; not the network's `Gbps`
+    **{f"{p}Bs": f"{p}B or {p}B/s" for p in (*DECIMAL_PREFIXES, *BINARY_PREFIXES)},
 })
 
 # ---- dimensions -----------------------------------------------------------------------------

@@ -320,8 +320,13 @@ def _describe(token: Token) -> str:
 
 
 def _help_for(token: Token, expected: str, file: SourceFile) -> str:
-    if token.type == "UNIT":
+    start = token.start_pos or 0
+    if token.type == "UNIT" and token == "$":  # `$-2.5/h`: the sign inside the money literal
+        return "money is written `$2.5/h` or `2.5 USD/h`; a sign goes before it: `-$2.5/h`"
+    if token.type == "UNIT" and _after_number(file.text, start):
         return "a word after a number is read as its unit; is a newline missing before it?"
+    if "`{`" in expected and "`=`" in expected:  # `accelerator cheap from h100_sxm { ... }`
+        return "an instance is declared `kind name { field = value }`, or from another as `kind name = base { field = value }`"
     if token.type == "_NL":
         return "the statement is incomplete; continue it or remove the dangling part"
     if token.type == "RBRACE":
@@ -329,6 +334,12 @@ def _help_for(token: Token, expected: str, file: SourceFile) -> str:
     if "newline" in expected:
         return "put each statement on its own line (or separate them with `;`)"
     return "see docs/language.md for the statement forms"
+
+
+def _after_number(text: str, at: int) -> bool:
+    """The text before `at` ends in a number (`8 GB`, `2.5e3 tokens`), spaces aside."""
+    before = text[:at].rstrip(" \t")
+    return bool(before) and (before[-1].isdigit() or before[-1] in "._")
 
 
 def _open_blocks(file: SourceFile, upto: int) -> list[tuple[str, Span]]:
