@@ -218,8 +218,8 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
     """The report in `fmt`: text for md, json and html, bytes for pdf (with the figures `drawn`
     gives, when it is given: the work started ahead)."""
     if fmt in ("md", "json"):
+        from .report.machine import document_json
         from .report.markdown import render_json, render_markdown
-        from .report.view import document_json
 
         return render_markdown(doc, figures or []) if fmt == "md" else render_json(document_json(doc, result))
     from .report.html import drawable_figures, render_html
@@ -293,7 +293,8 @@ def _check_json(result: Compilation) -> None:
 
     checks: list[Any] = []
     if result.ok:
-        from .report.view import build_document, checks_json
+        from .report.machine import checks_json
+        from .report.view import build_document
 
         checks = checks_json(build_document(result, levers=False), result)
     document = {"schema": "plan.check/1", "plan": result.path, "version": __version__, "valid": result.ok,
@@ -570,6 +571,17 @@ def init(model: str, hardware: str, dau: str, output: Path | None, force: bool, 
     except st.StarterProblem as problem:
         fail(problem.message, problem.help)
     _emit(output, text, f" ({model} on {hardware}; next: plan compile {output})" if str(output) != "-" else "")
+
+
+@main.command()
+@click.argument("name", type=click.Choice(["report", "check", "diff"]))
+def schema(name: str) -> None:
+    """Print the JSON Schema (draft 2020-12) of one machine-readable output: `report` for
+    `plan compile --format json`, `check` for `plan check --format json`, `diff` for
+    `plan diff --format json` (docs/report-json.md)."""
+    from .report.machine import schema_path
+
+    click.echo(schema_path(f"plan.{name}").read_text(encoding="utf-8"), nl=False)
 
 
 @main.command()

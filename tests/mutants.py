@@ -220,9 +220,10 @@ def _one(args: tuple[int, str, str]) -> Outcome:
         render_short(result.diagnostics)
         render_json(result.diagnostics)
         if result.ok:
+            from planc.report.machine import document_json
             from planc.report.markdown import render_json as report_json
             from planc.report.markdown import render_markdown
-            from planc.report.view import build_document, document_json
+            from planc.report.view import build_document
 
             doc = build_document(result)
             render_markdown(doc)

@@ -45,10 +45,10 @@ def test_json_carries_values_units_formulas_and_sources() -> None:
     code, out, _ = run("compile", str(EXAMPLE), "--format", "json", "-o", "-")
     assert code == 0
     data = json.loads(out)
-    assert data["schema"] == "plan.report/1"
+    assert data["schema"] == "plan.report/2"
     q = {x["id"]: x for x in data["quantities"]}
     assert q["llama_3_1_70b.params"]["exact"] == "70553706496"
-    assert q["chat.kv_bytes_per_token"]["value"] == 327680
+    assert q["chat.kv_bytes_per_token"]["value"] == {"value": 327680, "unit": "B/token", "text": "320 KiB/token"}
     assert q["chat.kv_bytes_per_token"]["dim"] == "B/token"
     assert q["chat.memory_utilization"]["source"].startswith("the engine")
     assert q["vllm.memory_fraction"]["source"].startswith("vllm-project/vllm@v0.33.0")

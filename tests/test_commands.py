@@ -1,11 +1,12 @@
 """The commands a new user reaches for after `compile` and `check`: `plan explain`, `plan flags`,
-`plan init`, `plan check --format json`, and the report format that follows `-o`'s suffix."""
+`plan init`, `plan check --format json`, `plan schema`, and the report format that follows `-o`'s suffix."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from planc.cli import main
 from planc.diagnostics import CODES
@@ -113,6 +114,11 @@ def test_check_json_is_documented() -> None:
     data = json.loads(run("check", str(EXAMPLE), "--format", "json")[1])
     assert documented["`plan check --format json`: schema `plan.check/1`"] == set(data)
     assert all(set(c) == documented["check result"] for c in data["checks"])
+    import jsonschema
+    from planc.report.machine import schema_path
+
+    jsonschema.validate(data, json.loads(schema_path("plan.check").read_text(encoding="utf-8")),
+                        cls=jsonschema.Draft202012Validator)
 
 
 # ---- the report format follows -o; missing optional libraries are said -------------------
@@ -488,3 +494,22 @@ def test_the_pre_commit_hooks_run_plan_check_and_plan_fmt_on_plan_files() -> Non
     for entry in hooks.values():
         assert entry["language"] == "python"
         assert re.search(entry["files"], "plans/chat.plan") and not re.search(entry["files"], "README.md")
+
+
+# ---- plan schema --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["report", "check", "diff"])
+def test_schema_prints_the_shipped_json_schema_of_each_output(name: str) -> None:
+    import jsonschema
+
+    status, out, err = run("schema", name)
+    assert status == 0 and err == ""
+    schema = json.loads(out)
+    jsonschema.Draft202012Validator.check_schema(schema)  # a valid schema, of the version its output names
+    assert schema["properties"]["schema"]["const"].startswith(f"plan.{name}/")
+
+
+def test_schema_of_an_unknown_output_is_a_usage_error() -> None:
+    status, _, err = run("schema", "flags")
+    assert status == 2 and "'flags' is not one of" in err

@@ -71,7 +71,7 @@ def test_the_same_plan_twice_changes_nothing(tmp_path: Path) -> None:
     assert "### Inputs that changed" not in out and "<details>" not in out
     code, out, _ = run("diff", str(EXAMPLE), str(copy), "--format", "json")
     data = json.loads(out)
-    assert data["schema"] == "plan.diff/1" and not data["changed"]
+    assert data["schema"] == "plan.diff/2" and not data["changed"]
     assert data["inputs"] == [] and data["derived"] == [] and data["derived_compared"] > 150
 
 
@@ -121,8 +121,18 @@ def test_json_keys_are_documented(lower_peak: Path) -> None:
               for title, body in re.findall(r"^## (.+?)\n(.*?)(?=^## |\Z)", doc, re.M | re.S)}
     data = diff_json(diff_documents(build_document(compile_plan(EXAMPLE)),
                                     build_document(compile_plan(lower_peak))))
-    assert set(data) == tables["JSON (`plan.diff/1`)"]
+    assert set(data) == tables["JSON (`plan.diff/2`)"]
     assert set(data["inputs"][0]) == tables["row"]
+    # and the shipped schema holds it: values as numbers beside their texts
+    import jsonschema
+    from planc.report.machine import schema_path
+
+    document = json.loads(json.dumps(data))
+    jsonschema.validate(document, json.loads(schema_path("plan.diff").read_text(encoding="utf-8")),
+                        cls=jsonschema.Draft202012Validator)
+    peak = next(r for r in document["inputs"] if r["label"].endswith("peak_factor"))
+    assert peak["base_value"]["unit"] == "1" and peak["relative"] == pytest.approx(
+        peak["head_value"]["value"] / peak["base_value"]["value"] - 1)
 
 
 def test_template_only_lays_out(lower_peak: Path) -> None:

@@ -40,9 +40,10 @@ from lark import Lark
 from planc.diagnostics import Diagnostic, Label
 from planc.pipeline import compile_plan
 from planc.render_diagnostics import render_human, render_json, render_short
+from planc.report.machine import document_json
 from planc.report.markdown import render_json as render_report_json
 from planc.report.markdown import render_markdown
-from planc.report.view import build_document, document_json
+from planc.report.view import build_document
 
 REPO = Path(__file__).resolve().parent.parent
 STDLIB = Path(str(resources.files("planc.stdlib")))

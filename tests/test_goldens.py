@@ -9,14 +9,18 @@ text, numbers, escaping — must match.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 from pathlib import Path
 
+import jsonschema
 import pytest
-from planc.pipeline import compile_plan
-from planc.report.markdown import render_markdown
-from planc.report.view import build_document
+from planc.pipeline import Compilation, compile_plan
+from planc.report.machine import document_json, schema_path
+from planc.report.markdown import render_json, render_markdown
+from planc.report.view import DocumentView, build_document
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDENS = Path(__file__).resolve().parent / "goldens"
@@ -35,11 +39,30 @@ def _check(golden: Path, text: str) -> None:
     assert text == expected, f"{golden.name} differs from the golden; run with PLAN_UPDATE_GOLDENS=1 and review the diff"
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
-def test_markdown_golden(example: Path) -> None:
+@functools.cache
+def compiled(example: Path) -> tuple[Compilation, DocumentView]:
+    """Each example compiled once for the goldens and the JSON Schema tests."""
     compilation = compile_plan(example, shown=f"examples/{example.name}")
     assert compilation.ok
-    _check(GOLDENS / f"{example.stem}.md", render_markdown(build_document(compilation)))
+    return compilation, build_document(compilation)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_markdown_golden(example: Path) -> None:
+    _, doc = compiled(example)
+    _check(GOLDENS / f"{example.stem}.md", render_markdown(doc))
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.stem for e in EXAMPLES])
+def test_json_report_of_every_example_meets_its_schema(example: Path) -> None:
+    compilation, doc = compiled(example)
+    report = json.loads(render_json(document_json(doc, compilation)))
+    schema = json.loads(schema_path("plan.report").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(report, schema, cls=jsonschema.Draft202012Validator)
+    # every summary number and its text are the same value
+    for item in report["summary"]:
+        assert item["value"] is None or item["value"]["text"] == item["text"]
 
 
 SMALL = REPO / "tests" / "cases" / "units" / "ok" / "range_input.plan"

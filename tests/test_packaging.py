@@ -46,6 +46,11 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
                           cwd=work, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("### 5.4 ") and "### 5.5 " not in proc.stdout
+    # the JSON Schemas ship with it too
+    proc = subprocess.run([str(env_dir / "bin" / "plan"), "schema", "report"],
+                          cwd=work, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (REPO / "compiler" / "schemas" / "plan.report.schema.json").read_text(encoding="utf-8")
     # the lexer is found by its name through the package's entry point
     proc = subprocess.run([str(env_dir / "bin" / "pygmentize"), "-l", "plan", "-f", "html", str(example)],
                           cwd=work, capture_output=True, text=True, check=False)

@@ -383,7 +383,8 @@ def test_a_scenario_names_what_starts_to_bind(compile_text: Callable[[str], Comp
 
 def test_the_summary_names_what_binds_the_headline() -> None:
     from planc.pipeline import compile_plan
-    from planc.report.view import build_document, document_json
+    from planc.report.machine import document_json
+    from planc.report.view import build_document
 
     from .conftest import REPO
 

@@ -56,6 +56,8 @@ class LeverView:
     source: str
     location: str
     effect: float | None  # relative change of the first summary item: the table's order (None: not a valid plan)
+    # parallel to `cells`: (value in base units, its dimension, relative change; None when the base is 0)
+    numbers: tuple[tuple[float, str, float | None], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,7 @@ def build_levers(compilation: Compilation, b: Any) -> tuple[tuple[str, ...], tup
         labels = tuple(ans.columns[k][0] for k in numeric)
         lever = ans.offered.lever
         effect = None
+        numbers = None
         if ans.values is None:
             cells = ("—",) * len(numeric)
             checks = f"not a valid plan: {ans.reason}"
@@ -173,8 +176,12 @@ def build_levers(compilation: Compilation, b: Any) -> tuple[tuple[str, ...], tup
             checks = "all pass" if not failing else "fails: " + "; ".join(failing)
             if numeric and ans.baseline[numeric[0]]:
                 effect = float(ans.values[numeric[0]]) / float(ans.baseline[numeric[0]]) - 1
+            numbers = tuple((float(ans.values[k]), str(ans.columns[k][1]),
+                             float(ans.values[k]) / float(ans.baseline[k]) - 1 if float(ans.baseline[k]) else None)
+                            for k in numeric)
         views.append(LeverView(lever.label, lever.instance, cells, checks, _filled(lever.takes, ans.offered.takes, b),
-                               _filled(lever.gate, ans.offered.gate, b), lever.source or "", location(lever.span), effect))
+                               _filled(lever.gate, ans.offered.gate, b), lever.source or "", location(lever.span), effect,
+                               numbers))
     views.sort(key=lambda v: (v.effect is None, v.effect if v.effect is not None else 0.0))
     return labels, tuple(views)
 

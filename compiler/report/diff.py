@@ -10,7 +10,7 @@ it) and returns a `DiffView`:
 - what exists in only one of the plans.
 Quantities are matched by id, summary items and checks by label, questions by kind and title.
 A value changed when its text or its exact value differs. `render_diff_markdown` writes it for a
-pull-request comment, `diff_json` as JSON (schema `plan.diff/1`, docs/diff.md). Nothing here
+pull-request comment, `diff_json` as JSON (schema `plan.diff/2`, docs/diff.md). Nothing here
 evaluates a plan: both are compiled before, and templates only lay the view out.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import __version__
 from ..semantics.units import format_number
+from .machine import number
 from .view import DocumentView, QuantityView, QuestionView
 
 
@@ -36,6 +37,9 @@ class ChangeRow:
     changed: bool = False
     source: str = ""  # the head's source, for inputs
     location: str = ""  # where the head defines it
+    base_value: dict[str, Any] | None = None  # the base's *number* (value in base SI units, unit, text)
+    head_value: dict[str, Any] | None = None
+    relative: float | None = None  # (head - base) / |base|, when both are numbers and the base is not 0
 
 
 @dataclass
@@ -60,7 +64,7 @@ class DiffView:
 def diff_documents(base: DocumentView, head: DocumentView) -> DiffView:
     out = DiffView(base.plan, head.plan, base.title, head.title)
     out.summary = _matched([(s.label, s) for s in base.summary], [(s.label, s) for s in head.summary],
-                           lambda s: s.text, lambda s: s.value)
+                           lambda s: s.text, lambda s: s.value, dim=lambda s: s.dim)
     out.checks = _matched([(c.label, c) for c in base.checks], [(c.label, c) for c in head.checks],
                           _verdict, lambda c: None)
     questions = _matched(_numbered(base.questions), _numbered(head.questions), _answer, lambda q: None,
@@ -70,9 +74,9 @@ def diff_documents(base: DocumentView, head: DocumentView) -> DiffView:
                      for r in questions]
     base_inputs, head_inputs = _inputs(base), _inputs(head)
     out.inputs = [r for r in _matched(base_inputs, head_inputs, lambda q: q.text, lambda q: q.value,
-                                      described=True) if r.changed]
+                                      described=True, dim=lambda q: q.dim) if r.changed]
     base_derived, head_derived = _derived(base), _derived(head)
-    out.derived = [r for r in _matched(base_derived, head_derived, lambda q: q.text, lambda q: q.value)
+    out.derived = [r for r in _matched(base_derived, head_derived, lambda q: q.text, lambda q: q.value, dim=lambda q: q.dim)
                    if r.changed]
     out.derived_compared = len({k for k, _ in base_derived} | {k for k, _ in head_derived})
     return out
@@ -110,23 +114,35 @@ def _answer(q: QuestionView) -> str:
 
 
 def _matched(base: list[tuple[str, Any]], head: list[tuple[str, Any]], text: Any, value: Any,
-             described: bool = False, compare: Any = None) -> list[ChangeRow]:
+             described: bool = False, compare: Any = None, dim: Any = None) -> list[ChangeRow]:
     """Rows in the head's order, then what only the base has. An item changed when `compare`
-    (by default its text) or its value differs."""
+    (by default its text) or its value differs. With `dim` (the dimension of an item's value),
+    each side is also a *number* record and the change a number."""
     compare = compare or text
     before = dict(base)
+
+    def record(item: Any) -> dict[str, Any] | None:
+        if dim is None or item is None or value(item) is None or not dim(item) or dim(item) == "bool":
+            return None
+        return number(value(item), dim(item), text(item))
+
     rows = []
     for key, h in head:
         b = before.get(key)
         extra = {"source": h.source or "", "location": h.location} if described else {}
         if b is None:
-            rows.append(ChangeRow(key, "", text(h), "new", True, **extra))
+            rows.append(ChangeRow(key, "", text(h), "new", True, **extra, head_value=record(h)))
             continue
         vb, vh = value(b), value(h)
         changed = compare(b) != compare(h) or (vb is not None and vh is not None and vb != vh)
-        rows.append(ChangeRow(key, text(b), text(h), _relative(vb, vh) if changed else "", changed, **extra))
+        rb, rh = record(b), record(h)
+        relative = None
+        if rb is not None and rh is not None and rb["value"] is not None and rh["value"] is not None and rb["value"]:
+            relative = (rh["value"] - rb["value"]) / abs(rb["value"])
+        rows.append(ChangeRow(key, text(b), text(h), _relative(vb, vh) if changed else "", changed, **extra,
+                              base_value=rb, head_value=rh, relative=relative))
     heads = {k for k, _ in head}
-    rows += [ChangeRow(k, text(b), "", "removed", True) for k, b in base if k not in heads]
+    rows += [ChangeRow(k, text(b), "", "removed", True, base_value=record(b)) for k, b in base if k not in heads]
     return rows
 
 
@@ -140,13 +156,13 @@ def _relative(b: float | None, h: float | None) -> str:
 
 
 def diff_json(diff: DiffView) -> dict[str, Any]:
-    """The comparison as JSON (schema `plan.diff/1`)."""
+    """The comparison as JSON (schema `plan.diff/2`): each row's texts, and its values as *numbers*."""
 
     def rows(rs: Any) -> list[dict[str, Any]]:
         return [asdict(r) for r in rs]
 
     return {
-        "schema": "plan.diff/1",
+        "schema": "plan.diff/2",
         "version": diff.version,
         "base": {"plan": diff.base_plan, "title": diff.base_title},
         "head": {"plan": diff.head_plan, "title": diff.head_title},

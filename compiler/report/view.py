@@ -99,6 +99,7 @@ class SummaryView:
     location: str
     range: str = ""
     value: float | None = None  # in base SI units; None for a true/false item
+    dim: str = ""  # the dimension of `value`'s base unit (`devices`, `s`, `1`); empty for a true/false item
 
 
 @dataclass(frozen=True)
@@ -297,22 +298,10 @@ class _Builder:
     def breakdown(self, node: ir.Node) -> tuple[tuple[str, str, str], ...]:
         """The shares of a sum of three or more terms that are not all zero: where the time, the
         bytes or the money goes. Terms that are zero for this plan are left out."""
-        terms = _summands(node.expr)
-        if len(terms) < 3 or not isinstance(node.dim, Dim):
-            return ()
-        from ..lower import EvalError, evaluate
-
-        try:
-            values = [float(evaluate(t, self.lowered.values)) for t in terms]
-        except (EvalError, KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
-            return ()
-        total = sum(values)
-        if total <= 0 or any(v < 0 for v in values) or sum(1 for v in values if v > 0) < 3:
-            return ()
-        rows = sorted(((v, latex.to_latex(t, self.formula_leaf)) for t, v in zip(terms, values) if v > 0),
-                      key=lambda row: -row[0])
-        return tuple((tex, self.format(v, node.dim, node.unit), f"{format_number(100 * v / total, 3)} %")
-                     for v, tex in rows)
+        terms = breakdown_terms(node, self.lowered.values)
+        total = sum(v for _, v in terms)
+        return tuple((latex.to_latex(t, self.formula_leaf), self.format(v, node.dim, node.unit),
+                      f"{format_number(100 * v / total, 3)} %") for t, v in terms)
 
     def check(self, outcome: Outcome, check: ir.Check, index: int) -> CheckView:
         left = right = margin = ""
@@ -350,6 +339,23 @@ class _Builder:
         if limit == 0:
             return format_quantity(slack, dim)
         return f"{format_quantity(slack, dim)} ({format_number(100 * slack / abs(limit), 3)} %)"
+
+
+def breakdown_terms(node: ir.Node, values: dict[str, Value]) -> list[tuple[ir.Expr, float]]:
+    """The non-zero terms of a sum of three or more, with their values, largest first; empty
+    when the node is not such a sum, a term has no value or one is negative."""
+    terms = _summands(node.expr)
+    if len(terms) < 3 or not isinstance(node.dim, Dim):
+        return []
+    from ..lower import EvalError, evaluate
+
+    try:
+        numbers = [float(evaluate(t, values)) for t in terms]
+    except (EvalError, KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError):
+        return []
+    if sum(numbers) <= 0 or any(v < 0 for v in numbers) or sum(1 for v in numbers if v > 0) < 3:
+        return []
+    return sorted(((t, v) for t, v in zip(terms, numbers) if v > 0), key=lambda row: -row[1])
 
 
 def _summands(expr: ir.Expr) -> list[ir.Expr]:
@@ -452,7 +458,7 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
         SummaryView(expr.span.text, b.format(value, expr.dim, _unit_of(expr, el)), location(expr.span),
                     (b.range_text(u.summary[i], expr.dim, _unit_of(expr, el)) or "does not depend on them")
                     if u is not None else "",
-                    float(value) if isinstance(expr.dim, Dim) else None)
+                    float(value) if isinstance(expr.dim, Dim) else None, str(expr.dim) if isinstance(expr.dim, Dim) else "")
         for i, (expr, value) in enumerate(zip(el.summary, lowered.summary))
     ]
     if u is not None:
@@ -623,67 +629,3 @@ def _cell(value: Any, column: tuple[str, Any, str | None]) -> str:
 
 def _unit_of(expr: ir.Expr, el: ir.Elaborated) -> str | None:
     return el.nodes[expr.node].unit if isinstance(expr, ir.Ref) else None
-
-
-def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]:
-    """The JSON report: every value, unit, formula and source (schema `plan.report/1`)."""
-    from dataclasses import asdict
-
-    return {
-        "schema": "plan.report/1",
-        "title": doc.title,
-        "scope": doc.scope,
-        "plan": doc.plan,
-        "version": doc.version,
-        "summary": [asdict(s) for s in doc.summary],
-        "quantities": [asdict(q) for q in [*doc.assumptions, *doc.specifications,
-                                            *(q for s in doc.sections for q in s.quantities)]],
-        "checks": [asdict(c) for c in doc.checks],
-        "questions": [asdict(q) for q in doc.questions],
-        "sensitivities": [asdict(x) for x in doc.sensitivities],
-        "bindings": {"target": doc.bindings_target, "choices": [
-            dict(zip(("quantity", "op", "in_effect", "value", "instead_of"), row)) for row in doc.bindings]},
-        "uncertainty": asdict(doc.uncertainty) if doc.uncertainty else None,
-        "warnings": doc.warnings,
-        "source": doc.source,
-        "levers": [{"label": v.label, "subject": v.subject, "changes": dict(zip(doc.lever_columns, v.cells)),
-                    "checks": v.checks, "takes": "".join(t for t, _ in v.takes), "gate": "".join(t for t, _ in v.gate),
-                    "source": v.source, "location": v.location, "effect": v.effect} for v in doc.levers],
-        "decision": {part: [{"text": x.text, "kind": x.kind, "subject": x.subject, "location": x.location, "group": x.group,
-                              "numbers": [{"text": t, "quantity": n} for t, n in x.parts if n]}
-                             for x in getattr(doc.decision, part)]
-                     for part in ("deploy", "findings", "risks")},
-    }
-
-
-def checks_json(doc: DocumentView, compilation: Compilation) -> list[dict[str, Any]]:
-    """The checks as `plan check --format json` prints them: the verdict, both sides and the
-    margin as numbers in base SI units with their unit (and the text the report shows), and
-    where the check is written. A side that is not a number (a verdict) is null."""
-    lowered = compilation.lowered
-    assert lowered is not None
-    out = []
-    for view, outcome in zip(doc.checks, lowered.checks):
-        expr = outcome.expr
-        op = expr.op if isinstance(expr, ir.Op) else None
-        dim = expr.args[0].dim if isinstance(expr, ir.Op) and expr.args else None
-        unit = str(dim) if isinstance(dim, Dim) else None
-        numeric = unit is not None and outcome.left is not None and outcome.right is not None
-        margin = None
-        if numeric and op in ("<", "<=", ">", ">="):
-            assert outcome.left is not None and outcome.right is not None
-            lo, hi = (outcome.left, outcome.right) if op in ("<", "<=") else (outcome.right, outcome.left)
-            slack, limit = float(hi - lo), float(outcome.right)
-            margin = {"value": slack, "unit": unit, "text": view.margin,
-                      "relative": slack / abs(limit) if limit else None}
-        out.append({
-            "label": view.label,
-            "holds": view.holds,
-            "comparison": op if op in ("<", "<=", ">", ">=", "==", "!=") else None,
-            "left": {"value": float(outcome.left), "unit": unit, "text": view.left} if numeric else None,  # type: ignore[arg-type]
-            "right": {"value": float(outcome.right), "unit": unit, "text": view.right} if numeric else None,  # type: ignore[arg-type]
-            "margin": margin,
-            "location": view.location,
-            "over_ranges": view.over_ranges,
-        })
-    return out

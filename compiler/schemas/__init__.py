@@ -1,0 +1,1 @@
+"""The JSON Schemas of the machine-readable outputs (plan.report, plan.diff, plan.check), shipped as data."""
