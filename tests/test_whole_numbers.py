@@ -10,28 +10,16 @@ import pytest
 from planc.pipeline import Compilation
 from planc.solve import _range_points
 
-PLAN = '''import "models/llama-3.1-8b"
-import "hardware/h100-sxm"
-traffic t {
-  daily_active_users = 1 M users
-  requests_per_user = 10 requests/user/day
-  peak_factor = 3
-  prompt_tokens = 800 tokens
-  output_tokens = 200 tokens
-}
-deployment chat {
-  model = llama_3_1_8b
-  hardware = h100_sxm
-  traffic = t
-  SETTING
-}
-'''
+from .test_infeasible import PLAN
 
 Compile = Callable[[str], Compilation]
 
 
 def _plan(setting: str = "", question: str = "") -> str:
-    return PLAN.replace("SETTING", setting) + question + "\n"
+    """The small plan of the infeasibility tests, with one more line in its deployment."""
+    field, _, value = setting.partition(" = ")
+    tp, extra = (value, "") if field == "tensor_parallel" else ("1", f"\n  {setting}" if setting else "")
+    return PLAN.format(model="llama-3.1-8b", instance="llama_3_1_8b", tp=tp, extra=extra) + question + "\n"
 
 
 def _errors(c: Compilation) -> list[object]:
@@ -54,7 +42,9 @@ def test_a_fraction_the_plan_gives_a_count_is_an_error_at_its_own_line(compile_t
 def test_whole_numbers_pass_and_the_stdlib_may_bind_the_same_fields_to_means(compile_text: Compile) -> None:
     # the stdlib evaluates the step at the mean running batch (`batch = operating_batch`, 39.14
     # here): the declaration holds the plan's values, not the stdlib's own variants
-    c = compile_text(_plan("batch = 64\n  tensor_parallel = 2"))
+    c = compile_text(_plan("batch = 64"))
+    assert c.ok and not _errors(c)
+    c = compile_text(_plan("tensor_parallel = 2"))
     assert c.ok and not _errors(c)
 
 
