@@ -83,6 +83,13 @@ def main() -> None:
     """
 
 
+def progress(step: str) -> None:
+    """`plan: compiling x.plan…` on stderr before a step that can take over a second, when
+    stderr is a terminal; quiet otherwise (CI logs, pipes, tests)."""
+    if sys.stderr.isatty():
+        click.echo(f"plan: {step}…", err=True)
+
+
 def _diagnostics(compilation: object, fmt: str) -> None:
     from .render_diagnostics import render_human, render_json, render_short
 
@@ -124,6 +131,7 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
         raise click.UsageError("--figures writes SVG files beside a Markdown report: use it with --format md and "
                                "-o FILE (HTML and PDF carry their figures inline)")
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
+    progress(f"compiling {plan_file}")
     result = compile_plan(plan_file)
     _diagnostics(result, diag_fmt)
     if not result.ok:  # no report: 2 for an invalid plan, 1 for a well-formed one the physics cannot meet
@@ -135,7 +143,9 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
     if fmt in ("html", "pdf"):  # drawn in a second process while this one prices the levers and writes the page
         from .report.html import drawable_figures
 
+        progress("drawing the figures")
         drawn = ahead(lambda: drawable_figures(result))
+    progress("pricing the levers and writing the document")  # the levers are variants, computed on first use
     doc = build_document(result, brief=brief)
     links = _write_figures(result, target) if figures else []
     data = _report(fmt, doc, result, links, drawn)
@@ -237,6 +247,7 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
         plots, missing = figures_of()
         if missing:  # the printed document without its figures is not the one asked for
             raise PdfUnavailable(f"the PDF report needs its figures: {missing}")
+        progress("laying out the PDF pages")
         return render_pdf(doc, plots)
     except PdfUnavailable as exc:
         click.echo(f"plan: {exc}", err=True)

@@ -513,3 +513,25 @@ def test_schema_prints_the_shipped_json_schema_of_each_output(name: str) -> None
 def test_schema_of_an_unknown_output_is_a_usage_error() -> None:
     status, _, err = run("schema", "flags")
     assert status == 2 and "'flags' is not one of" in err
+
+
+# ---- progress on stderr -------------------------------------------------------------------
+
+
+def test_progress_goes_to_a_terminal_and_never_to_a_pipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import click
+    from planc import cli
+
+    out = tmp_path / "doc.md"
+    status, _, err = run("compile", str(EXAMPLE), "-o", str(out))  # CliRunner's stderr is not a terminal
+    assert status == 0 and "compiling" not in err
+    said: list[str] = []
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(cli.sys, "stderr", Terminal())
+    monkeypatch.setattr(click, "echo", lambda message="", err=False, **_: said.append(message) if err else None)
+    cli.progress("laying out the PDF pages")
+    assert said == ["plan: laying out the PDF pages…"]
