@@ -430,6 +430,7 @@ def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, 
     for problem in problems:
         click.echo(f"plan: {problem}", err=True)
     rows = [r for r in rows if fnmatch.fnmatch(r.id, only)]
+    progress(f"predicting {len(rows):,} validation rows")
     predictions = v.predict(rows)
     groups = v.score(predictions)
     def figures(path: Path | None) -> dict[str, dict[str, float]] | None:
@@ -511,6 +512,7 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
     from .pipeline import compile_plan
     from .replay import ANALYTIC, replay
 
+    progress(f"compiling {plan_file}")
     result = compile_plan(plan_file)
     _diagnostics(result, diag_fmt)
     if not result.ok or result.lowered is None:
@@ -523,6 +525,7 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         click.echo("  = help: " + (f"choose one of {', '.join(names)}" if names else "declare a `deployment`"), err=True)
         sys.exit(2)
     name = deployment or names[0]
+    progress(f"simulating {duration:g} s of `{name}` on {replicas} replica(s)")
     run = replay(result.lowered, name, duration=duration, replicas=replicas, seed=seed, router=router)
     sim = run.simulated
     click.echo(f"{name}: {replicas} replica(s) at {run.rate:,.4g} requests/s for {duration:g} s "
