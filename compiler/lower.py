@@ -564,7 +564,7 @@ def _whole_numbers(out: Lowered, sink: dx.Sink) -> bool:
     for node in out.elaborated.nodes.values():
         value = out.values.get(node.id)
         if (not node.integral or node.span.file.is_stdlib or value is None or isinstance(value, bool)
-                or _whole(value)):
+                or is_whole(value)):
             continue
         bad = True
         low = math.floor(value)
@@ -577,7 +577,10 @@ def _whole_numbers(out: Lowered, sink: dx.Sink) -> bool:
     return bad
 
 
-def _whole(value: Number) -> bool:
+def is_whole(value: Number) -> bool:
+    """A whole number: exactly for a rational, to a relative 1e-9 for a float (what a product
+    of decimals such as `0.1 * 30` leaves). The one test of wholeness that the plan's values
+    (E0409 here) and a question's domains (`solve`) share."""
     if isinstance(value, Fraction):
         return value.denominator == 1
     return math.isfinite(value) and abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))

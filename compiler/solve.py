@@ -38,7 +38,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import diagnostics as dx
-from .lower import EvalError, Lowered, evaluate, evaluate_node, lower, search_bounds
+from .lower import EvalError, Lowered, evaluate, evaluate_node, is_whole, lower, search_bounds
 from .semantics import ir
 from .semantics.elaborate import Elaborator, elaborate, static_key
 from .semantics.resolve import Program
@@ -746,7 +746,7 @@ class _Solver:
             number = evaluate(value, lowered.values) if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) else None
         except EvalError:
             return True
-        if number is None or isinstance(number, bool) or _whole_number(number):
+        if number is None or isinstance(number, bool) or is_whole(number):
             return True
         low = math.floor(number)
         self.sink.add(dx.NOT_WHOLE.at(e.span, f"this is {_num(number)}", name=field, what="",
@@ -1381,12 +1381,6 @@ def _is_integer(node: ir.Node, value: Any) -> bool:
     exponents = {b: dim.exponent(b) for b in BASES}
     nonzero = {b: e for b, e in exponents.items() if e != 0}
     return not nonzero or (len(nonzero) == 1 and next(iter(nonzero)) in COUNTING_BASES and next(iter(nonzero.values())) == 1)
-
-
-def _whole_number(x: Any) -> bool:
-    if isinstance(x, Fraction):
-        return x.denominator == 1
-    return math.isfinite(x) and float(x).is_integer()
 
 
 def _within(inner: Any, outer: Any) -> bool:
