@@ -10,9 +10,10 @@ requirement on derived quantities fails, E0408), 2 the plan is invalid.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import diagnostics as dx
 from .lower import Lowered, lower
@@ -20,23 +21,26 @@ from .semantics.elaborate import elaborate
 from .semantics.lint import restated
 from .semantics.resolve import load_program
 
+if TYPE_CHECKING:  # the solver loads only for plans with questions or a summary
+    from .solve.answers import Answer, Choice, LeverAnswer, Sensitivity
+
 
 @dataclass
 class Compilation:
     path: str
     diagnostics: list[dx.Diagnostic] = field(default_factory=list)
     lowered: Lowered | None = None
-    answers: list[Any] = field(default_factory=list)  # solve.Answer
-    sensitivities: list[Any] = field(default_factory=list)  # solve.Sensitivity
-    bindings: list[Any] = field(default_factory=list)  # solve.Choice: what binds the headline
-    # every lever that applies, priced (solve.LeverAnswer): on first use, by the report — a check
-    # or a starter's validation does not pay for the variants
-    _levers: Any = None
+    answers: list[Answer] = field(default_factory=list)
+    sensitivities: list[Sensitivity] = field(default_factory=list)
+    bindings: list[Choice] = field(default_factory=list)  # what binds the headline
+    # every lever that applies, priced: on first use, by the report — a check or a starter's
+    # validation does not pay for the variants
+    _levers: list[LeverAnswer] | Callable[[], list[LeverAnswer]] | None = None
     uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
     source: str = ""  # the plan's own text, for the report's appendix
 
     @property
-    def levers(self) -> list[Any]:
+    def levers(self) -> list[LeverAnswer]:
         if callable(self._levers):
             self._levers = self._levers()
         return self._levers or []

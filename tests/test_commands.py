@@ -461,7 +461,7 @@ def test_check_and_diff_do_not_price_the_levers(monkeypatch) -> None:  # type: i
     def refuse(self: object) -> list[object]:
         raise AssertionError("the levers were priced")
 
-    monkeypatch.setattr(solve._Solver, "levers", refuse)
+    monkeypatch.setattr(solve.Solver, "levers", refuse)
     status, out, _ = run("check", str(EXAMPLE))
     assert status == 0 and out.count("pass  ") == 4
     status, out, _ = run("diff", str(EXAMPLE), str(EXAMPLE))

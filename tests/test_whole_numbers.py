@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 from planc.pipeline import Compilation
-from planc.solve import _range_points
+from planc.solve.literals import range_points
 
 from .test_infeasible import PLAN
 
@@ -68,11 +68,11 @@ def test_a_question_that_gives_a_count_a_fraction_is_an_error_at_the_value(compi
 
 
 def test_a_range_over_a_count_steps_through_whole_numbers() -> None:
-    assert _range_points(1, 100_000, "linear", whole=True) == sorted(set(_range_points(1, 100_000, "linear", whole=True)))
-    assert all(p.is_integer() for p in _range_points(1, 100_000, "linear", whole=True))
-    assert len(_range_points(1, 100_000, "linear", whole=True)) == 17
-    assert not all(p.is_integer() for p in _range_points(1, 100_000, "linear"))  # a quantity need not
-    assert _range_points(1, 64, "log2", whole=True) == [1, 2, 4, 8, 16, 32, 64]
+    assert range_points(1, 100_000, "linear", whole=True) == sorted(set(range_points(1, 100_000, "linear", whole=True)))
+    assert all(p.is_integer() for p in range_points(1, 100_000, "linear", whole=True))
+    assert len(range_points(1, 100_000, "linear", whole=True)) == 17
+    assert not all(p.is_integer() for p in range_points(1, 100_000, "linear"))  # a quantity need not
+    assert range_points(1, 64, "log2", whole=True) == [1, 2, 4, 8, 16, 32, 64]
 
 
 def test_a_domain_named_from_a_quantity_instead_of_the_instance_is_an_error_that_shows_the_form(compile_text: Compile) -> None:

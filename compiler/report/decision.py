@@ -231,7 +231,7 @@ def _count_headline(lowered: Any) -> tuple[str, float] | None:
 
 def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
     """The search's winner, then the plan as declared against it."""
-    from ..solve import TableAnswer
+    from ..solve.answers import TableAnswer
     from .view import _cell
 
     if not isinstance(ans, TableAnswer) or ans.kind != "search" or ans.best is None:

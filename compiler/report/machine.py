@@ -138,7 +138,7 @@ def checks_json(doc: DocumentView, compilation: Compilation) -> list[dict[str, A
 def _questions(doc: DocumentView, compilation: Compilation) -> list[dict[str, Any]]:
     """Each question as the document states it, and a table answer's cells as numbers:
     `columns` (name and unit) and `values`, one list per row parallel to `rows` after its label."""
-    from ..solve import TableAnswer
+    from ..solve.answers import TableAnswer
 
     lowered = compilation.lowered
     assert lowered is not None

@@ -492,7 +492,7 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
 
 
 def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
-    from ..solve import AskAnswer, SolveAnswer, TableAnswer
+    from ..solve.answers import AskAnswer, SolveAnswer, TableAnswer
 
     keyword = type(q).__name__.removesuffix("Stmt").lower()
     title = getattr(q, "title", "") or (" ".join(q.span.text.split()) if keyword == "solve" else keyword)

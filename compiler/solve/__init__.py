@@ -1,0 +1,64 @@
+"""Solve: answer the plan's questions — ask (optimise one unknown under constraints), solve an
+equation for an unknown, scenarios, comparisons, sweeps, searches — and the sensitivities of
+the headline numbers.
+
+Contract
+- `answer(program, lowered, sink) -> (answers, sensitivities, bindings, levers)` runs after
+  lowering: the answers in question order, the elasticities of each summary item, the
+  `max`/`min` choices behind the headline (the first summary item), and a function that prices
+  every lever that applies (the plan's, then its kinds'; called by the report, not by a check)
+  as a variant of the plan on the summary and the checks. Every answer is a typed record
+  (`answers.py`) the report formats; nothing here formats text for people except the algebra
+  (LaTeX).
+- One module per question kind, each a mixin over `SolverBase` (`base.py`: fields, variants,
+  domains): `ask.py` (ask, solve ... for), `tables.py` (scenario, compare, sweep), `search.py`,
+  `sensitivity.py` (sensitivities, bindings, levers); `probe.py` is the root finding they stand
+  on, `choices.py` what decides a quantity, `graph.py` and `literals.py` shared queries on the
+  IR and on a question's values. `Solver` below is their union and `question` its dispatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import diagnostics as dx
+from ..lower import Lowered
+from ..semantics.resolve import Program
+from ..syntax import ast
+from .answers import Answer, AskAnswer, Choice, LeverAnswer, Limit, Sensitivity, SolveAnswer, TableAnswer
+from .ask import Asks
+from .search import Searches
+from .sensitivity import Sensitivities
+from .tables import Tables
+
+__all__ = ["Answer", "AskAnswer", "Choice", "LeverAnswer", "Limit", "Sensitivity", "SolveAnswer", "Solver",
+           "TableAnswer", "answer"]
+
+
+def answer(program: Program, lowered: Lowered, sink: dx.Sink
+           ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]]]:
+    solver = Solver(program, lowered, sink)
+    answers: list[Answer] = []
+    for q in lowered.elaborated.questions:
+        result = solver.question(q)
+        if result is not None:
+            answers.append(result)
+    return answers, solver.sensitivities(), solver.headline_choices(), solver.levers
+
+
+class Solver(Asks, Tables, Searches, Sensitivities):
+    """Every question kind over one plan, with the variants they build shared (memoised)."""
+
+    def question(self, q: ast.Question) -> Answer | None:
+        if isinstance(q, ast.AskStmt):
+            return self.ask(q)
+        if isinstance(q, ast.ScenarioStmt):
+            return self.scenario(q)
+        if isinstance(q, ast.CompareStmt):
+            return self.table(q, q.subject, [q.domain], "compare", None)
+        if isinstance(q, ast.SweepStmt):
+            return self.table(q, q.subject, list(q.domains), "sweep", q.plot)
+        if isinstance(q, ast.SearchStmt):
+            return self.search(q)
+        assert isinstance(q, ast.SolveStmt)
+        return self.solve(q)

@@ -1,0 +1,255 @@
+"""The solver's common ground: naming a field, building a variant of the plan, elaborating a
+question's expressions against it, and reading a question's domains.
+
+Contract
+- `SolverBase(program, lowered, sink)` holds the plan as compiled (`base`) and the diagnostics
+  sink; each question kind is a mixin over it (`ask.py`, `tables.py`, `search.py`,
+  `sensitivity.py`) and `Solver` in `__init__` is their union.
+- A question's `given`, a scenario's assignments and a sweep's points are *overrides*: they
+  replace a field's definition, as an assignment in the plan would. `variant(overrides, span)`
+  is the plan so changed, evaluated and memoised: numeric overrides of quantities the plan has
+  replace those nodes without re-elaborating (`_substituted`); overrides of enum or instance
+  fields (weights = fp8) re-elaborate the plan (`elaborate(..., overrides)`). A variant that is
+  not a valid plan is a diagnostic at the question (E0503), or at the question's own value when
+  the error lies there (E0409 on `2.5`).
+- `range_of`/`points` check a domain (finite ends, low end first, a log step above zero, whole
+  numbers for a field declared `integer`) before a point is built; `sized` checks the product
+  of the domains against `MAX_POINTS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from .. import diagnostics as dx
+from ..lower import EvalError, Lowered, evaluate, is_whole, lower
+from ..semantics import ir
+from ..semantics.elaborate import Elaborator, elaborate, static_key
+from ..semantics.resolve import Program
+from ..syntax import ast
+from .graph import within
+from .literals import (
+    expr_key,
+    finite_literal,
+    is_neg_number,
+    number_like,
+    range_points,
+    range_size,
+    short_number,
+)
+
+MAX_POINTS = 1_000_000
+"""The most variants one question may evaluate, whatever its kind (search, sweep, compare,
+scenario), checked from the domains' sizes before a single point is built."""
+
+
+class SolverBase:
+    def __init__(self, program: Program, lowered: Lowered, sink: dx.Sink) -> None:
+        self.program = program
+        self.base = lowered
+        self.sink = sink
+        self.nodes = lowered.elaborated.nodes
+        self._variants: dict[tuple[Any, ...], Lowered | None] = {}
+
+    def target(self, path: ast.Path, subject: ast.Path | None = None) -> tuple[str, str] | None:
+        """(instance, field) named by a path, relative to a subject instance if given."""
+        steps = list(path.steps)
+        if subject is not None:
+            steps = list(subject.steps) + steps
+        names = [s.name if not s.indexed else f"[{s.name}]" for s in steps]
+        if len(steps) < 2 or not isinstance(self.program.names.get(steps[0].name), ast.InstanceDecl):
+            self.sink.add(dx.UNKNOWN_NAME.at(path.span, "not an instance's field", name=path.dotted,
+                                             help="name a field of an instance, like `chat.batch`"))
+            return None
+        field_name = names[1] + "".join(names[2:])
+        node_id = f"{steps[0].name}.{field_name}"
+        if any(not s.indexed for s in steps[2:]) or (node_id not in self.nodes and node_id not in self.base.elaborated.statics):
+            fields = sorted({n.split(".", 1)[1].split("[", 1)[0] for n in (*self.nodes, *self.base.elaborated.statics)
+                             if n.split(".", 1)[0] == steps[0].name and "@" not in n})
+            from ..semantics.elaborate import suggestion
+
+            near = suggestion(field_name, fields, []) if len(steps) == 2 else None
+            if subject is not None and len(subject.steps) > 1:  # `sweep chat.devices over chat.batch in ...`
+                hint = (f"a question's subject is an instance and its domains name that instance's fields: "
+                        f"`over {path.steps[-1].name} in ...` varies `{steps[0].name}.{path.steps[-1].name}`")
+            elif near:
+                hint = f"did you mean `{steps[0].name}.{near}`?"
+            else:
+                hint = f"name one field of `{steps[0].name}`, like `{steps[0].name}.batch`"
+            shown = ".".join(s.name for s in steps)
+            self.sink.add(dx.UNKNOWN_NAME.at(path.span, f"`{shown}` is not a field of `{steps[0].name}`", name=shown, help=hint))
+            return None
+        return steps[0].name, field_name
+
+    def whole(self, target: tuple[str, str]) -> str:
+        """The field's id if it takes whole numbers only (declared `integer`), else ""."""
+        node = self.nodes.get(f"{target[0]}.{target[1]}")
+        return node.id if node is not None and node.integral else ""
+
+    def variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
+        """The plan with some definitions replaced, evaluated (memoised: a comparison, a search
+        and an ask often build the same variant). An override that sets a field to the value it
+        already has is dropped; numeric values for quantities the plan has replace those nodes
+        without re-elaborating; anything else (an enum member, an instance, a field the plan does
+        not use) re-elaborates the plan. Either way only what changed is evaluated again, and
+        the plan's requirements are checked."""
+        overrides = {t: e for t, e in overrides.items() if not self._unchanged(t, e)}
+        key = tuple(sorted((t, expr_key(e)) for t, e in overrides.items()))
+        if key not in self._variants:
+            self._variants[key] = self._build_variant(overrides, span) if overrides else self.base
+        return self._variants[key]
+
+    def _build_variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
+        sink = dx.Sink()
+        elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides)
+        lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
+        if lowered is None or sink.has_errors:
+            first = next(d for d in sink.items if d.is_error)
+            if first.primary is not None and within(first.primary.span, span):  # already at the question's own value (E0409 on `2.5`)
+                self.sink.add(first)
+                return None
+            self.sink.add(dx.QUESTION_INVALID.at(span, "this variant is not a valid plan", message=first.message,
+                                                 help="check the values this question sets"))
+            return None
+        return lowered
+
+    def _quiet_expr(self, e: ast.Expr) -> ir.Expr | Any:
+        """A question's expression elaborated against the plan (a quantity or a static value such
+        as an enum member), or None; reports nothing."""
+        return self._elaborated(e, self.base, dx.Sink())
+
+    def _elaborated(self, e: ast.Expr, lowered: Lowered, sink: dx.Sink) -> Any:
+        elab = Elaborator(self.program, sink)
+        elab.out = lowered.elaborated
+        elab.done = {n: node.dim for n, node in lowered.elaborated.nodes.items()}  # type: ignore[misc]
+        return elab.expr(e, None)
+
+    def _unchanged(self, target: tuple[str, str], e: ast.Expr) -> bool:
+        node_id = f"{target[0]}.{target[1]}"
+        el = self.base.elaborated
+        if node_id in el.statics:
+            return static_key(self._quiet_expr(e)) == el.statics[node_id]
+        node = self.nodes.get(node_id)
+        if node is None or not node.is_input:
+            return False
+        value = self._quiet_expr(e)
+        return isinstance(value, ir.Lit) and value.dim == node.dim and value.value == self.base.values.get(node_id)
+
+    def _substituted(self, overrides: dict[tuple[str, str], ast.Expr]) -> ir.Elaborated | None:
+        """The plan's graph with overridden quantities replaced by their literal values, when
+        every override is a number for a quantity the plan already has."""
+        el = self.base.elaborated
+        nodes = dict(el.nodes)
+        for (inst, name), e in overrides.items():
+            node_id = f"{inst}.{name}"
+            node = el.nodes.get(node_id)
+            value = self._quiet_expr(e) if node is not None else None
+            if node is None or not isinstance(value, ir.Lit) or value.dim != node.dim:
+                return None
+            nodes[node_id] = dataclasses.replace(node, expr=value, deps=(), is_input=True, overridden=True, interval=None,
+                                                 span=e.span, source=None)
+        return dataclasses.replace(el, nodes=nodes)
+
+    def expr_in(self, e: ast.Expr, lowered: Lowered) -> ir.Expr | None:
+        """Elaborate a question's expression against a (variant) plan."""
+        value = self._elaborated(e, lowered, self.sink)
+        if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
+            return value
+        if value is not None:
+            self.sink.add(dx.WRONG_TYPE.at(e.span, "not a quantity", expected="a quantity or a comparison",
+                                           found=type(value).__name__, help="name a quantity of the plan"))
+        return None
+
+    def points(self, domain: ast.Domain, lowered: Lowered, whole: str = "") -> list[ast.Expr] | None:
+        """The domain's values; of a field declared `integer`, whole numbers only."""
+        bounds = self.range_of(domain, lowered, whole)
+        if bounds is None:
+            return None
+        if isinstance(bounds, list):
+            return bounds
+        lo, hi, step, dim = bounds
+        values = range_points(lo, hi, step, bool(whole))
+        return [number_like(domain.low, v, dim) for v in values]  # type: ignore[arg-type]
+
+    def range_of(self, domain: ast.Domain, lowered: Lowered,
+                 whole: str = "") -> list[ast.Expr] | tuple[float, float, str, Any] | None:
+        """A domain's list of values, or a range's checked ends (low, high, step, dimension):
+        both ends evaluate to finite numbers, the low end first, a log-stepped range starting
+        above zero; with `whole` (the id of a field declared `integer`), every listed value and both
+        ends whole numbers (E0409 at the one that is not). Nothing is built here, so the size
+        can be checked first (`domain_size`)."""
+        if domain.values is not None:
+            for v in domain.values:
+                if (isinstance(v, ast.Number) or is_neg_number(v)) and not finite_literal(v):
+                    self.sink.add(dx.BAD_RANGE.at(v.span, "beyond ±1.8e308", message="a value of the domain is not a finite number",
+                                                  help="write values within about 1e±308"))
+                    return None
+                if whole and not self._whole_value(v, lowered, whole):
+                    return None
+            return list(domain.values)
+        if whole and not all(self._whole_value(e, lowered, whole) for e in (domain.low, domain.high) if e is not None):
+            return None
+        assert domain.low is not None and domain.high is not None
+        lo_v, hi_v = (self.expr_in(e, lowered) for e in (domain.low, domain.high))
+        if lo_v is None or hi_v is None:
+            return None
+        step = domain.step or "linear"
+        ends = []
+        for end, name in ((lo_v, "low"), (hi_v, "high")):
+            try:
+                value = float(evaluate(end, lowered.values))
+            except EvalError as exc:
+                self.sink.add(dx.BAD_RANGE.at(exc.span, exc.detail, message=f"the range's {name} end has no value ({exc.kind})",
+                                              help="write both ends as numbers within about 1e±308"))
+                return None
+            except (OverflowError, TypeError, ValueError):
+                value = math.inf
+            if not math.isfinite(value):
+                self.sink.add(dx.BAD_RANGE.at(end.span, "beyond ±1.8e308", message=f"the range's {name} end is not a finite number",
+                                              help="write both ends as numbers within about 1e±308"))
+                return None
+            ends.append(value)
+        lo, hi = ends
+        if lo > hi:
+            self.sink.add(dx.BAD_RANGE.at(domain.span, "empty range", message="the range is empty: its low end is above its high end",
+                                          help="write the low end first: `1 .. 512`"))
+            return None
+        if step != "linear" and lo <= 0:
+            self.sink.add(dx.BAD_RANGE.at(lo_v.span, "not above zero", message=f"a `{step}` range must start above zero",
+                                          help="start the range at a positive value, e.g. `1 .. 512 log2`, or step it `linear`"))
+            return None
+        return lo, hi, step, lo_v.dim
+
+    def _whole_value(self, e: ast.Expr, lowered: Lowered, field: str) -> bool:
+        """False, with E0409 at the value, if a value given to a field declared `integer` is not
+        a whole number (a value that does not evaluate is reported where it is used)."""
+        value = self._elaborated(e, lowered, dx.Sink())
+        try:
+            number = evaluate(value, lowered.values) if isinstance(value, (ir.Lit, ir.Ref, ir.Op)) else None
+        except EvalError:
+            return True
+        if number is None or isinstance(number, bool) or is_whole(number):
+            return True
+        low = math.floor(number)
+        self.sink.add(dx.NOT_WHOLE.at(e.span, f"this is {short_number(number)}", name=field, what="",
+                                      value=short_number(number), help=f"use whole numbers, such as {low} or {low + 1}"))
+        return False
+
+    def sized(self, q: ast.Question, domains: list[ast.Domain]) -> list[list[ast.Expr] | tuple[float, float, str, Any]] | None:
+        """Every domain's ends, checked, and their product against the shared cap, before any
+        point exists."""
+        bounds = []
+        for d in domains:
+            b = self.range_of(d, self.base)
+            if b is None:
+                return None
+            bounds.append(b)
+        total = math.prod(len(b) if isinstance(b, list) else range_size(*b[:3]) for b in bounds)
+        if total > MAX_POINTS:
+            self.sink.add(dx.QUESTION_TOO_LARGE.at(q.span, "too many points", count=f"{total:,}", limit=f"{MAX_POINTS:,}",
+                                                   help="narrow the domains or use coarser steps (`log2`, `log10`)"))
+            return None
+        return bounds
+

@@ -1,0 +1,163 @@
+"""`search`: every configuration of the given axes, the feasible ones ranked by the objective,
+the first rejected ones with the constraint that eliminated them, and the Pareto front of two
+plotted quantities.
+
+Contract: static axes (an enum member, an instance) re-elaborate the plan, one variant per
+combination; numeric axes are evaluated together, vectorised, on only the nodes the objective,
+the constraints and the plotted quantities read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+from ..semantics import ir
+from ..semantics.units import DIMENSIONLESS
+from ..syntax import ast
+from .answers import TableAnswer
+from .base import SolverBase
+from .literals import is_neg_number, label_of, literal_value, path_expr, static_label
+
+
+class Searches(SolverBase):
+    def search(self, q: ast.SearchStmt) -> TableAnswer | None:
+        """Evaluate every configuration (static choices re-elaborate the plan; numeric axes are
+        evaluated together, vectorised, on only the nodes the objective and constraints read)."""
+        import numpy as np
+
+        from ..vector import evaluate as vec_eval
+        from ..vector import evaluate_many, needed
+
+        axes = self._search_axes(q)
+        target_t = self.target(q.target, q.subject)
+        if axes is None or target_t is None:
+            return None
+        static_axes, numeric_axes = axes
+        objective_path = path_expr(ast.Path(q.target.span, q.subject.steps + q.target.steps))
+        plot_axes = q.plot.axes if q.plot is not None and q.plot.kind == "pareto" else ()
+        plot_paths = [path_expr(ast.Path(p.span, q.subject.steps + p.steps)) for p in plot_axes]
+        shape = tuple(len(p) for _, p in numeric_axes)
+        blocks: list[tuple[tuple[ast.Expr, ...], Any, Any, Any, list[Any]]] = []
+        for static_combo in itertools.product(*(p for _, p in static_axes)):
+            overrides = {t: v for (t, _), v in zip(static_axes, static_combo)}
+            variant = self.variant(overrides, q.span) if overrides else self.base
+            if variant is None:
+                continue
+            found = [self.expr_in(e, variant) for e in (objective_path, *q.constraints, *plot_paths)]
+            exprs = [e for e in found if e is not None]
+            if len(exprs) != len(found):
+                return None
+            grids = np.meshgrid(*[np.array([float(literal_value(p)) for p in pts]) for _, pts in numeric_axes],
+                                indexing="ij") if numeric_axes else []
+            fixed = {node_id: g.ravel() for (node_id, _), g in zip(numeric_axes, grids)}
+            n = math.prod(shape) if numeric_axes else 1
+            vals = evaluate_many(variant.elaborated, variant.values, fixed,
+                                 needed(variant.elaborated, exprs) | set(fixed))
+
+            def as_array(e: ir.Expr, kind: type, vals: dict[str, Any] = vals, n: int = n) -> Any:
+                return np.broadcast_to(np.asarray(vec_eval(e, vals), dtype=kind), (n,))
+
+            objective = as_array(exprs[0], float)
+            failed = np.full(n, -1)
+            for k, c in enumerate(exprs[1:1 + len(q.constraints)]):
+                failed[(failed < 0) & ~as_array(c, bool)] = k
+            failed[(failed < 0) & ~np.isfinite(objective)] = len(q.constraints)
+            extras = [as_array(e, float) for e in exprs[1 + len(q.constraints):]]
+            blocks.append((static_combo, objective, failed, n, extras))
+        return self._search_table(q, target_t, static_axes, numeric_axes, shape, blocks, plot_axes)
+
+    def _search_axes(self, q: ast.SearchStmt) -> tuple[list[Any], list[Any]] | None:
+        if self.sized(q, list(q.domains)) is None:
+            return None
+        static_axes: list[tuple[tuple[str, str], list[ast.Expr]]] = []
+        numeric_axes: list[tuple[str, list[ast.Expr]]] = []
+        for d in q.domains:
+            t = self.target(d.target, q.subject)
+            pts = self.points(d, self.base, self.whole(t)) if t is not None else None
+            if t is None or pts is None:
+                return None
+            node_id = f"{t[0]}.{t[1]}"
+            if node_id in self.nodes and all(isinstance(p, ast.Number) or is_neg_number(p) for p in pts):
+                numeric_axes.append((node_id, pts))
+            else:
+                static_axes.append((t, pts))
+        return static_axes, numeric_axes
+
+    def _search_table(self, q: ast.SearchStmt, target_t: tuple[str, str], static_axes: list[Any],
+                      numeric_axes: list[Any], shape: tuple[int, ...], blocks: list[Any],
+                      plot_axes: tuple[ast.Path, ...]) -> TableAnswer:
+        import numpy as np
+
+        def parts(b: int, i: int) -> list[str]:
+            static_combo = blocks[b][0]
+            idx = np.unravel_index(i, shape) if shape else ()
+            return [label_of(e) for e in static_combo] + [label_of(pts[j]) for (_, pts), j in zip(numeric_axes, idx)]
+
+        def label(b: int, i: int) -> str:
+            return ", ".join(parts(b, i))
+
+        reasons = [" ".join(c.span.text.split()) for c in q.constraints] + ["undefined"]
+        sign = -1.0 if q.objective == "maximize" else 1.0
+        feasible = [(sign * float(obj[i]), b, int(i)) for b, (_, obj, failed, _, _) in enumerate(blocks)
+                    for i in np.nonzero(failed < 0)[0]]
+        ranked = sorted(feasible)[:10]
+        rejected = [(b, int(i)) for b, (_, _, failed, _, _) in enumerate(blocks) for i in np.nonzero(failed >= 0)[0][:5]][:5]
+        node_id = f"{target_t[0]}.{target_t[1]}"
+        node = self.nodes.get(node_id)
+        table = TableAnswer(q, "search", f"{q.objective} {q.target.dotted}", [], [])
+        table.evaluated = sum(blk[3] for blk in blocks)
+        table.columns = [(q.target.dotted, node.dim if node else DIMENSIONLESS, node.unit if node else None),
+                         ("eliminated by", "text", None)]
+        # a plotted axis that is the objective itself is its column, not a copy of it
+        own = [k for k, p in enumerate(plot_axes) if p.dotted != q.target.dotted]
+        table.columns += [(plot_axes[k].dotted, *self._dim_of(q.subject, plot_axes[k])) for k in own]
+        table.plot_columns = tuple(2 + own.index(k) if k in own else 0 for k in range(len(plot_axes)))
+
+        def axis_value(b: int, i: int) -> list[float]:
+            return [float(e[i]) for e in blocks[b][4]]
+
+        def extra(b: int, i: int) -> list[float]:
+            return [axis_value(b, i)[k] for k in own]
+
+        front: list[tuple[int, int]] = []
+        if len(plot_axes) == 2 and feasible:
+            points = [(axis_value(b, i)[0], axis_value(b, i)[1], b, i) for _, b, i in feasible]
+            front = [(points[k][2], points[k][3]) for k in pareto_front([(x, y) for x, y, _, _ in points])]
+        shown = [(b, i) for _, b, i in ranked]
+        shown += [bi for bi in front if bi not in shown]  # the whole Pareto front is listed
+        table.rows = [(label(b, i), [float(blocks[b][1][i]), "", *extra(b, i)]) for b, i in shown]
+        table.rows += [(label(b, i), [float(blocks[b][1][i]), reasons[int(blocks[b][2][i])], *extra(b, i)]) for b, i in rejected]
+        table.best = 0 if ranked else None
+        table.pareto = [shown.index(bi) for bi in front]  # indices into rows
+        axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
+        table.axes = axis_names
+        table.feasible = len(feasible)
+        table.objective_node = node_id if node_id in self.base.values else ""
+        statics = self.base.elaborated.statics
+        table.declared = [(static_label(statics.get(f"{t[0]}.{t[1]}")), "") for t, _ in static_axes]
+        table.declared += [("", n) if n in self.base.values else ("", "") for n, _ in numeric_axes]
+        if ranked:
+            table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))
+        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
+        if front:
+            table.notes.append("Pareto front (" + ", ".join(p.dotted for p in plot_axes) + "): "
+                               + "; ".join(label(b, i) for b, i in front[:12]))
+        return table
+
+    def _dim_of(self, subject: ast.Path, p: ast.Path) -> tuple[ir.Type, str | None]:
+        node = self.nodes.get(".".join(s.name for s in subject.steps + p.steps))
+        return (node.dim, node.unit) if node is not None else (DIMENSIONLESS, None)
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats in both coordinates (both minimised)."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
+    front, best = [], math.inf
+    for i in order:
+        if points[i][1] < best:
+            front.append(i)
+            best = points[i][1]
+    return front
+
