@@ -33,7 +33,6 @@ from xml.sax.saxutils import escape
 
 from ..semantics import ir
 from ..semantics.units import Dim, format_quantity, unit_scale
-from ..solve import pareto_front
 
 FIGSIZE = (6.0, 3.5)
 TOP_SENSITIVITIES = 8
@@ -673,20 +672,25 @@ def _pareto_scatter(table: Any) -> Figure | None:
     eliminated = next((i for i, c in enumerate(columns) if c[1] == "text"), None)
     feasible: list[tuple[float, float, str]] = []
     rejected: list[tuple[float, float, str]] = []
-    for label, row in table.rows:
+    at: dict[int, int] = {}  # row index -> index into `feasible`
+    for r, (label, row) in enumerate(table.rows):
         try:
             x, y = float(row[ix]), float(row[iy])
         except (TypeError, ValueError, IndexError):
             continue
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
-        (rejected if eliminated is not None and row[eliminated] else feasible).append((x, y, str(label)))
+        if eliminated is not None and row[eliminated]:
+            rejected.append((x, y, str(label)))
+        else:
+            at[r] = len(feasible)
+            feasible.append((x, y, str(label)))
     if not feasible:
         return None
     (xname, xdim, xunit_req), (yname, ydim, yunit_req) = columns[ix], columns[iy]
     xscale, xunit = _unit(max(abs(p[0]) for p in feasible), xdim, xunit_req)
     yscale, yunit = _unit(max(abs(p[1]) for p in feasible), ydim, yunit_req)
-    front = pareto_front([(p[0], p[1]) for p in feasible])
+    front = [at[r] for r in table.pareto if r in at]  # the search's own front (its rows), not computed again
     subject = _subject(table)
     title = f"{subject}: {table.title}" if subject else table.title
     fig, ax = _new(title)
