@@ -1430,7 +1430,21 @@ def _unit_help(want: Dim | str | None, got: Dim | str) -> str:
 
 def elaborate(program: Program, sink: dx.Sink,
               overrides: dict[tuple[str, str], ast.Expr] | None = None, lean: bool = False) -> ir.Elaborated:
+    """The plan as written, or a variant of it: each override `(instance, field) -> expression`
+    (a question's `given`, a scenario's assignment, a sweep's point) replaces that field's
+    definition everywhere, as an assignment in the plan would; `lean` builds only what the
+    summary, the checks and the requirements read."""
     return Elaborator(program, sink, overrides, lean).run()
+
+
+def elaborate_expr(program: Program, elaborated: ir.Elaborated, e: ast.Expr, sink: dx.Sink) -> Value | None:
+    """An expression a question writes (`chat.ttft_p99 <= 500 ms`, `fp8`), elaborated against a
+    plan already elaborated (the baseline or a variant): its names resolve to that plan's nodes
+    as references, and its problems go to `sink`."""
+    elab = Elaborator(program, sink)
+    elab.out = elaborated
+    elab.done = {n: node.dim for n, node in elaborated.nodes.items()}  # type: ignore[misc]
+    return elab.expr(e, None)
 
 
 def _vanished(node: ast.Expr, value: ir.Expr) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 from .. import diagnostics as dx
 from ..lower import EvalError, Lowered, evaluate, is_whole, lower
 from ..semantics import ir
-from ..semantics.elaborate import Elaborator, elaborate, static_key
+from ..semantics.elaborate import elaborate, elaborate_expr, static_key
 from ..semantics.resolve import Program
 from ..syntax import ast
 from .graph import within
@@ -121,10 +121,7 @@ class SolverBase:
         return self._elaborated(e, self.base, dx.Sink())
 
     def _elaborated(self, e: ast.Expr, lowered: Lowered, sink: dx.Sink) -> Any:
-        elab = Elaborator(self.program, sink)
-        elab.out = lowered.elaborated
-        elab.done = {n: node.dim for n, node in lowered.elaborated.nodes.items()}  # type: ignore[misc]
-        return elab.expr(e, None)
+        return elaborate_expr(self.program, lowered.elaborated, e, sink)
 
     def _unchanged(self, target: tuple[str, str], e: ast.Expr) -> bool:
         node_id = f"{target[0]}.{target[1]}"
