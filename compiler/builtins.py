@@ -1,8 +1,18 @@
-"""Named builtins whose numerics need Python: exact semantics, documented numerics.
+"""The functions a plan may call — one table from which every evaluator takes them — and the
+numerics of those that need Python.
 
-Contract: each builtin is a pure function of plain numbers, used by the evaluator (`lower.py`)
-and, through `sympy_function(name)`, by the symbolic form. Arguments out of the domain raise
-`ValueError` with a message the evaluator turns into a diagnostic.
+Contract
+- `FUNCTIONS` holds one `Function` per callable name (`min`, `ceil`, `log`, `erlang_c`, ...):
+  its arity, its dimension rule, its vectorised form (numpy), its exact form where it is a
+  float function of floats, its sympy form and its LaTeX operator. The elaborator checks calls
+  (arity, units) from it, `lower.py` builds the sympy form and evaluates the named builtins
+  from it, `vector.py` takes the vectorised forms and `report/latex.py` the operators; adding a
+  function is one row here (and its check values in `tests/test_builtins.py`). Operators
+  (`+`, `<`, `and`, `if`) and the exact rational rules of `ceil`, `sqrt`, `log`, `exp` stay
+  with each evaluator, which is where their exactness lives.
+- Each builtin is a pure function of plain numbers. Arguments out of the domain raise
+  `ValueError` with a message the evaluator turns into a diagnostic; the vectorised forms give
+  NaN there instead.
 
 - `erlang_c(servers, load)`: the probability that an arrival waits in an M/M/c queue with `c =
   servers` and offered load `a = load = λ/μ` (Erlang C): C = B / (1 − ρ·(1 − B)) with Erlang B
@@ -15,21 +25,28 @@ and, through `sympy_function(name)`, by the symbolic form. Arguments out of the 
   in both tails). Check value: Φ(1.6449) = 0.95.
 - `normal_quantile(p)`: Φ⁻¹(p) for 0 < p < 1 (Python's `statistics.NormalDist.inv_cdf`, Wichura's
   AS241). Check value: Φ⁻¹(0.99) = 2.3263.
-- `erlang_c_many(servers, load)`: the same on numpy arrays, for the vectorised evaluator (grids,
-  searches, uncertainty): the same sum, taken for all points at once term by term; points
-  outside the domain come out as NaN instead of raising. `tests/test_builtins.py` checks that it
-  agrees with `erlang_c`.
+- `poisson_quantile(p, mean)`: the smallest whole k with P(N ≤ k) ≥ p for N ~ Poisson(mean),
+  0 < p < 1, 0 ≤ mean ≤ 10⁷: how many of many independent, rare events (replicas down at a
+  moment) to provision for so that a share p of the time there are no more. The terms are
+  summed upwards from 10 standard deviations below the mean (the mass below is under 10⁻²⁰),
+  each from the one before (t_k = t_{k−1}·mean/k), the first in log space (no factorials).
+  Check values: p = 0.999, mean = 1.14 → 6 (P(N ≤ 5) = 0.99885, P(N ≤ 6) = 0.99978); mean 0 → 0.
+- `erlang_c_many(servers, load)`, `poisson_quantile_many(p, mean)`: the same on numpy arrays, for
+  the vectorised evaluator (grids, searches, uncertainty): the same sums, taken for all points
+  at once term by term; points outside the domain come out as NaN instead of raising.
+  `tests/test_builtins.py` checks that they agree with the exact forms.
 """
-
 from __future__ import annotations
 
 import functools
 import math
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 MAX_SERVERS = 10_000_000
+MAX_POISSON_MEAN = 10_000_000
 
 
 def erlang_c(servers: float, load: float) -> float:
@@ -134,11 +151,93 @@ def normal_quantile_many(p: Any) -> Any:
     return np.asarray(np.frompyfunc(lambda v: inv(v) if 0 < v < 1 else math.nan, 1, 1)(np.asarray(p, dtype=float)), dtype=float)
 
 
-BUILTINS: dict[str, Callable[..., float]] = {"erlang_c": erlang_c, "normal_cdf": normal_cdf,
-                                             "normal_quantile": normal_quantile}
-MANY: dict[str, Callable[..., Any]] = {"erlang_c": erlang_c_many, "normal_cdf": normal_cdf_many,  # the same builtins on numpy arrays
-        "normal_quantile": normal_quantile_many}
-ARITY = {"erlang_c": 2, "normal_cdf": 1, "normal_quantile": 1}
+def poisson_quantile(p: float, mean: float) -> float:
+    if not 0 < p < 1:
+        raise ValueError("poisson_quantile needs a probability strictly between 0 and 1")
+    if not math.isfinite(mean) or mean < 0:
+        raise ValueError("poisson_quantile needs a non-negative mean")
+    if mean > MAX_POISSON_MEAN:
+        raise ValueError(f"poisson_quantile supports a mean of at most {MAX_POISSON_MEAN:,}")
+    if mean == 0:
+        return 0.0
+    k = max(0, math.floor(mean - 10 * math.sqrt(mean) - 10))
+    term = math.exp(k * math.log(mean) - mean - math.lgamma(k + 1)) if k else math.exp(-mean)
+    total = term
+    while total < p:
+        k += 1
+        term *= mean / k
+        total += term
+        if term < 1e-300 and k > mean:  # p within rounding of 1: the terms are spent
+            break
+    return float(k)
+
+
+def poisson_quantile_many(p: Any, mean: Any) -> Any:
+    import numpy as np
+
+    p_in, m_in = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(mean, dtype=float))
+    if p_in.ndim == 0:
+        return poisson_quantile_many(p_in.reshape(1), m_in.reshape(1))[0]
+    with np.errstate(all="ignore"):
+        valid = (p_in > 0) & (p_in < 1) & np.isfinite(m_in) & (m_in >= 0) & (m_in <= MAX_POISSON_MEAN)
+        m = np.where(valid & (m_in > 0), m_in, 1.0)
+        k = np.maximum(0.0, np.floor(m - 10 * np.sqrt(m) - 10))
+        lgamma = np.frompyfunc(math.lgamma, 1, 1)
+        term = np.where(k > 0, np.exp(k * np.log(m) - m - lgamma(k + 1).astype(float)), np.exp(-m))
+        total = term.copy()
+        active = np.nonzero(valid & (m_in > 0) & (total < p_in))[0]
+        while active.size:
+            k[active] += 1
+            term[active] *= m[active] / k[active]
+            total[active] += term[active]
+            spent = (term[active] < 1e-300) & (k[active] > m[active])
+            active = active[(total[active] < p_in[active]) & ~spent]
+        out = np.where(m_in == 0, 0.0, k)
+        return np.where(valid, out, np.nan)
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function a plan may call, in every form an evaluator needs."""
+
+    arity: tuple[int, int]  # fewest and most arguments
+    # "same": every argument in one unit, the result in it (min, max); "keep": the argument's unit
+    # (ceil, floor, abs); "sqrt": its square root; "plain": plain numbers in and out
+    dims: str
+    many: Callable[[list[Any]], Any]  # on numpy arrays
+    latex: str | None  # the LaTeX operator; None: report/latex.py's own notation (⌈x⌉, ⌊x⌋)
+    sympy: str | None = None  # the sympy function; None: the exact form wrapped (`sympy_function`)
+    exact: Callable[..., float] | None = None  # on floats; None: lower.py's exact rule (rational where it can be)
+    signature: str = ""  # as the language reference shows it
+
+
+FUNCTIONS: dict[str, Function] = {
+    "erlang_c": Function((2, 2), "plain", lambda a: erlang_c_many(a[0], a[1]), "\\operatorname{ErlangC}",
+                         exact=erlang_c, signature="erlang_c(servers, load)"),
+    "normal_cdf": Function((1, 1), "plain", lambda a: normal_cdf_many(a[0]), "\\Phi", exact=normal_cdf,
+                           signature="normal_cdf(x)"),
+    "normal_quantile": Function((1, 1), "plain", lambda a: normal_quantile_many(a[0]), "\\Phi^{-1}",
+                                exact=normal_quantile, signature="normal_quantile(p)"),
+    "poisson_quantile": Function((2, 2), "plain", lambda a: poisson_quantile_many(a[0], a[1]),
+                                 "\\operatorname{PoissonQ}", exact=poisson_quantile,
+                                 signature="poisson_quantile(p, mean)"),
+    "min": Function((2, 99), "same", lambda a: _np().minimum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],
+                    "\\min", sympy="Min"),
+    "max": Function((2, 99), "same", lambda a: _np().maximum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],
+                    "\\max", sympy="Max"),
+    "ceil": Function((1, 1), "keep", lambda a: _np().ceil(a[0]), None, sympy="ceiling"),
+    "floor": Function((1, 1), "keep", lambda a: _np().floor(a[0]), None, sympy="floor"),
+    "sqrt": Function((1, 1), "sqrt", lambda a: _np().sqrt(a[0]), "\\sqrt", sympy="sqrt"),
+    "log": Function((1, 1), "plain", lambda a: _np().log(a[0]), "\\ln", sympy="log"),
+    "exp": Function((1, 1), "plain", lambda a: _np().exp(a[0]), "\\exp", sympy="exp"),
+    "abs": Function((1, 1), "keep", lambda a: _np().abs(a[0]), "", sympy="Abs"),
+}
 
 
 @functools.cache
@@ -146,10 +245,12 @@ def sympy_function(name: str) -> Any:
     """A sympy Function that evaluates the builtin when all its arguments are numbers."""
     import sympy as sp
 
-    impl = BUILTINS[name]
+    exact = FUNCTIONS[name].exact
+    assert exact is not None, f"`{name}` has a sympy form of its own"
+    impl: Callable[..., float] = exact
 
     class _Builtin(sp.Function):  # type: ignore[misc]
-        nargs = ARITY[name]
+        nargs = FUNCTIONS[name].arity[0]
 
         @classmethod
         def eval(cls, *args: Any) -> Any:

@@ -32,7 +32,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from . import diagnostics as dx
-from .builtins import BUILTINS, sympy_function
+from .builtins import FUNCTIONS, sympy_function
 from .semantics import ir
 from .semantics.units import DIMENSIONLESS, Dim, UnitError, format_number, format_quantity, unit_scale
 from .source import Span
@@ -162,14 +162,12 @@ def sympy_op(op: str, a: list[Any]) -> Any:
         "==": lambda: sp.Eq(a[0], a[1]), "!=": lambda: sp.Ne(a[0], a[1]),
         "and": lambda: sp.And(a[0], a[1]), "or": lambda: sp.Or(a[0], a[1]), "not": lambda: sp.Not(a[0]),
         "if": lambda: sp.Piecewise((a[1], a[0]), (a[2], True)),
-        "min": lambda: sp.Min(*a), "max": lambda: sp.Max(*a), "ceil": lambda: sp.ceiling(a[0]),
-        "floor": lambda: sp.floor(a[0]), "sqrt": lambda: sp.sqrt(a[0]), "log": lambda: sp.log(a[0]),
-        "exp": lambda: sp.exp(a[0]), "abs": lambda: sp.Abs(a[0]),
-        "erlang_c": lambda: sympy_function("erlang_c")(*a), "normal_cdf": lambda: sympy_function("normal_cdf")(*a),
-        "normal_quantile": lambda: sympy_function("normal_quantile")(*a),
         # a search has no closed form: its value stands as an opaque function of its range
         "largest": lambda: sp.Function("largest")(a[1], a[2], a[4]),
     }
+    function = FUNCTIONS.get(op)
+    if function is not None:
+        return (getattr(sp, function.sympy) if function.sympy else sympy_function(op))(*a)
     return table[op]()
 
 
@@ -398,9 +396,10 @@ def _log10(x: Fraction) -> float:
 
 def _transcendental(expr: ir.Op, x: Number, *rest: Number) -> Number:
     op = expr.op
-    if op in BUILTINS:
+    exact = FUNCTIONS[op].exact if op in FUNCTIONS else None
+    if exact is not None:
         try:
-            return float(BUILTINS[op](float(x), *(float(r) for r in rest)))
+            return float(exact(float(x), *(float(r) for r in rest)))
         except ValueError as exc:
             raise EvalError(expr.span, "not a real number", str(exc)) from None
     if op == "sqrt":

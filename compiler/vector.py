@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .builtins import MANY
+from .builtins import FUNCTIONS
 from .semantics import ir
 
 Array = Any  # numpy array or float
@@ -151,12 +151,7 @@ _OPS: dict[str, Callable[[list[Array]], Array]] = {
     "==": lambda a: np.equal(a[0], a[1]), "!=": lambda a: np.not_equal(a[0], a[1]),
     "and": lambda a: np.logical_and(a[0], a[1]), "or": lambda a: np.logical_or(a[0], a[1]),
     "not": lambda a: np.logical_not(a[0]), "if": lambda a: np.where(a[0], a[1], a[2]),
-    "min": lambda a: np.minimum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
-    "max": lambda a: np.maximum.reduce(np.broadcast_arrays(*a)) if len(a) > 1 else a[0],
-    "ceil": lambda a: np.ceil(a[0]), "floor": lambda a: np.floor(a[0]),
-    "sqrt": lambda a: np.sqrt(a[0]), "log": lambda a: np.log(a[0]), "exp": lambda a: np.exp(a[0]),
-    "abs": lambda a: np.abs(a[0]), "erlang_c": lambda a: MANY["erlang_c"](a[0], a[1]),
-    "normal_cdf": lambda a: MANY["normal_cdf"](a[0]), "normal_quantile": lambda a: MANY["normal_quantile"](a[0]),
+    **{name: function.many for name, function in FUNCTIONS.items()},
 }
 _RELAXED_OPS: dict[str, Callable[[list[Array]], Array]] = {
     **_OPS, "ceil": lambda a: np.asarray(a[0], dtype=float), "floor": lambda a: np.asarray(a[0], dtype=float),

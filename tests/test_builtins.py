@@ -68,3 +68,98 @@ def test_vectorised_matches_scalar_everywhere(c: int, rho: float) -> None:
 
     assert float(erlang_c_many(np.array([float(c)]), np.array([rho * c]))[0]) == pytest.approx(
         erlang_c(c, rho * c), rel=1e-9, abs=1e-300)
+
+
+# ---- poisson_quantile ---------------------------------------------------------------------
+
+
+def poisson_quantile_textbook(p: float, mean: float) -> int:
+    """The definition, summed from zero with factorials (fine for a small mean)."""
+    k, total = 0, 0.0
+    while True:
+        total += math.exp(-mean) * mean**k / math.factorial(k)
+        if total >= p:
+            return k
+        k += 1
+
+
+def test_poisson_quantile_check_values() -> None:
+    from planc.builtins import poisson_quantile
+
+    # P(N <= 5) = 0.99885 and P(N <= 6) = 0.99978 for N ~ Poisson(1.14): 6 covers 99.9 %
+    assert poisson_quantile(0.999, 1.14) == 6
+    assert poisson_quantile(0.5, 0) == 0
+    assert poisson_quantile(0.5, 1) == 1  # P(N = 0) = 0.368 < 0.5 <= P(N <= 1) = 0.736
+    assert poisson_quantile(0.3, 1) == 0
+    # a large mean: within a few standard deviations of the normal approximation
+    q = poisson_quantile(0.99, 1e6)
+    assert abs(q - (1e6 + 2.3263 * 1000)) < 5
+
+
+@given(st.floats(0.001, 0.9999), st.floats(0.0, 60.0))
+def test_poisson_quantile_matches_the_definition(p: float, mean: float) -> None:
+    from planc.builtins import poisson_quantile
+
+    assert poisson_quantile(p, mean) == poisson_quantile_textbook(p, mean)
+
+
+def test_poisson_quantile_vectorised_agrees_and_gives_nan_outside() -> None:
+    import numpy as np
+    from planc.builtins import poisson_quantile, poisson_quantile_many
+
+    ps = np.array([0.5, 0.9, 0.99, 0.999, 0.999, 0.9999, 0.95, 0.5])
+    means = np.array([0.0, 0.3, 1.14, 1.14, 37.5, 800.0, 250_000.0, 3.0])
+    got = poisson_quantile_many(ps, means)
+    assert list(got) == [poisson_quantile(float(p), float(m)) for p, m in zip(ps, means)]
+    assert float(poisson_quantile_many(0.999, 1.14)) == 6  # a scalar in a vectorised evaluation
+    bad = poisson_quantile_many(np.array([0.0, 1.0, 0.5, 0.5]), np.array([1.0, 1.0, -1.0, np.nan]))
+    assert np.isnan(bad).all()
+
+
+def test_poisson_quantile_domain_errors() -> None:
+    from planc.builtins import poisson_quantile
+
+    for p, mean in ((0.0, 1.0), (1.0, 1.0), (0.5, -1.0), (0.5, math.inf), (0.5, 1e8)):
+        with pytest.raises(ValueError):
+            poisson_quantile(p, mean)
+
+
+# ---- one table, every evaluator -----------------------------------------------------------
+
+
+def test_every_function_is_in_every_evaluator_from_one_table() -> None:
+    """The elaborator, the exact, vectorised and symbolic evaluators and the LaTeX printer take
+    each function from `FUNCTIONS`: a plan calling any of them elaborates, evaluates exactly and
+    vectorised to the same number, and prints."""
+    import numpy as np
+    import sympy as sp
+    from planc.builtins import FUNCTIONS
+    from planc.lower import sympy_op
+    from planc.vector import _OPS
+
+    args = {"erlang_c": (4.0, 3.0), "normal_cdf": (0.3,), "normal_quantile": (0.9,), "poisson_quantile": (0.99, 2.5),
+            "min": (2.0, 3.0), "max": (2.0, 3.0), "ceil": (2.5,), "floor": (2.5,), "sqrt": (2.25,), "log": (2.0,),
+            "exp": (0.5,), "abs": (-2.0,)}
+    assert set(args) == set(FUNCTIONS)
+    for name, xs in args.items():
+        vectorised = float(_OPS[name]([np.array([x]) for x in xs])[0])
+        symbolic = float(sympy_op(name, [sp.Float(x) for x in xs]))
+        assert vectorised == pytest.approx(symbolic, rel=1e-9), name
+        exact = FUNCTIONS[name].exact
+        if exact is not None:
+            assert exact(*xs) == pytest.approx(vectorised, rel=1e-12), name
+
+
+def test_poisson_quantile_in_a_plan(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from planc.pipeline import compile_plan
+
+    plan = tmp_path / "spares.plan"
+    plan.write_text('let down = 1.14\nlet spares = poisson_quantile(0.999, down)\ncheck spares == 6 "covers 99.9 %"\n'
+                    'let bad = poisson_quantile(0.999, 3 GB)\n', encoding="utf-8")
+    result = compile_plan(plan)
+    codes = [d.code for d in result.diagnostics]
+    assert codes == ["E0302"], codes  # `poisson_quantile` needs plain numbers, at `3 GB`
+    plan.write_text('let down = 1.14\nlet spares = poisson_quantile(0.999, down)\ncheck spares == 6 "covers 99.9 %"\n',
+                    encoding="utf-8")
+    result = compile_plan(plan)
+    assert result.ok and result.failed_checks == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..builtins import FUNCTIONS
 from ..semantics import ir
 
 # Higher binds tighter.
@@ -18,8 +19,7 @@ _PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4,
 _ATOM = 10
 _INFIX = {"+": " + ", "-": " - ", "*": " \\cdot ", "<": " < ", "<=": " \\le ", ">": " > ",
           ">=": " \\ge ", "==": " = ", "!=": " \\ne ", "and": " \\land ", "or": " \\lor "}
-_FUNC = {"min": "\\min", "max": "\\max", "sqrt": "\\sqrt", "log": "\\ln", "exp": "\\exp", "abs": "",
-         "erlang_c": "\\operatorname{ErlangC}", "normal_cdf": "\\Phi", "normal_quantile": "\\Phi^{-1}"}
+_FUNC = {name: f.latex for name, f in FUNCTIONS.items() if f.latex is not None}  # ceil, floor: brackets
 _TEXT_ESCAPES = {"\\": "\\backslash{}", "{": "\\{", "}": "\\}", "$": "\\$", "%": "\\%", "#": "\\#",
                  "&": "\\&", "_": "\\_", "^": "\\hat{}", "~": "\\sim{}"}
 

@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 from .. import diagnostics as dx
+from ..builtins import FUNCTIONS
 from ..source import Span
 from ..syntax import ast
 from . import ir
@@ -147,11 +148,6 @@ class TypeInfo:
 #: the type word of a whole-number input: `input batch: integer`, `input kv_block_size: integer tokens`
 INTEGER = "integer"
 
-BUILTINS: dict[str, tuple[int, int]] = {
-    "erlang_c": (2, 2), "normal_cdf": (1, 1), "normal_quantile": (1, 1),
-    "min": (2, 99), "max": (2, 99), "ceil": (1, 1), "floor": (1, 1),
-    "sqrt": (1, 1), "log": (1, 1), "exp": (1, 1), "abs": (1, 1),
-}
 
 
 def static_key(value: Value | None) -> str | None:
@@ -1210,13 +1206,14 @@ class Elaborator:
     def _call(self, e: ast.Call, scope: Instance | None) -> Value | None:
         if e.func == "largest":
             return self._largest(e, scope)
-        arity = BUILTINS.get(e.func)
-        if arity is None:
-            close = difflib.get_close_matches(e.func, BUILTINS, n=1)
+        function = FUNCTIONS.get(e.func)
+        if function is None:
+            close = difflib.get_close_matches(e.func, FUNCTIONS, n=1)
             self.sink.add(dx.BAD_CALL.at(
                 e.func_span, "unknown function", message=f"unknown function `{e.func}`",
-                help=f"did you mean `{close[0]}`?" if close else "builtins: " + ", ".join(f"`{b}`" for b in BUILTINS)))
+                help=f"did you mean `{close[0]}`?" if close else "builtins: " + ", ".join(f"`{b}`" for b in FUNCTIONS)))
             return None
+        arity = function.arity
         if not arity[0] <= len(e.args) <= arity[1]:
             want = str(arity[0]) if arity[0] == arity[1] else f"at least {arity[0]}"
             self.sink.add(dx.BAD_CALL.at(e.span, "wrong number of arguments",
@@ -1232,9 +1229,11 @@ class Elaborator:
         return self._call_dim(e, nums)
 
     def _call_dim(self, e: ast.Call, args: list[ir.Expr]) -> Value | None:
+        """A call's unit by its function's dimension rule (`builtins.FUNCTIONS`)."""
         first = args[0].dim
         assert isinstance(first, Dim)
-        if e.func in ("min", "max"):
+        rule = FUNCTIONS[e.func].dims
+        if rule == "same":
             for a, node in zip(args[1:], e.args[1:]):
                 if a.dim != first:
                     self.sink.add(dx.DIMENSION_MISMATCH.at(
@@ -1243,14 +1242,13 @@ class Elaborator:
                         secondary=[dx.Label(e.args[0].span, f"this is `{first}`")], help=_unit_help(first, a.dim)))
                     return None
             return ir.Op(e.func, tuple(args), first, e.span)
-        plain = ("log", "exp", "erlang_c", "normal_cdf", "normal_quantile")
         for arg, node in zip(args, e.args):
-            if e.func in plain and arg.dim != DIMENSIONLESS:
+            if rule == "plain" and arg.dim != DIMENSIONLESS:
                 self.sink.add(dx.DIMENSION_MISMATCH.at(
                     node.span, f"this is `{arg.dim}`", what=f"`{e.func}` needs plain numbers",
                     left="a plain number", right=f"`{arg.dim}`", help="divide by a reference quantity first"))
                 return None
-        dim = first ** Fraction(1, 2) if e.func == "sqrt" else first
+        dim = first ** Fraction(1, 2) if rule == "sqrt" else first
         return ir.Op(e.func, tuple(args), dim, e.span)
 
     def _if(self, e: ast.If, scope: Instance | None) -> Value | None:
