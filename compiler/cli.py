@@ -588,11 +588,11 @@ def init(model: str, hardware: str, dau: str, output: Path | None, force: bool, 
 
 
 @main.command()
-@click.argument("name", type=click.Choice(["report", "check", "diff"]))
+@click.argument("name", type=click.Choice(["report", "check", "diff", "flags"]))
 def schema(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of one machine-readable output: `report` for
     `plan compile --format json`, `check` for `plan check --format json`, `diff` for
-    `plan diff --format json` (docs/report-json.md)."""
+    `plan diff --format json`, `flags` for `plan flags --format json` (docs/report-json.md)."""
     from .report.machine import schema_path
 
     click.echo(schema_path(f"plan.{name}").read_text(encoding="utf-8"), nl=False)

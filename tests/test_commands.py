@@ -222,8 +222,16 @@ def small(tmp_path: Path, deployment: str = "", extra: str = "", model: str = "l
 
 
 def flags_json(*args: str) -> tuple[int, dict, str]:
+    """`plan flags --format json`, each document checked against its shipped schema."""
+    import jsonschema
+    from planc.report.machine import schema_path
+
     status, out, err = run("flags", *args, "--format", "json")
-    return status, (json.loads(out) if out else {}), err
+    data = json.loads(out) if out else {}
+    if data:
+        jsonschema.validate(data, json.loads(schema_path("plan.flags").read_text(encoding="utf-8")),
+                            cls=jsonschema.Draft202012Validator)
+    return status, data, err
 
 
 def test_flags_of_the_flagship_trace_every_value_to_its_quantity() -> None:
@@ -499,7 +507,7 @@ def test_the_pre_commit_hooks_run_plan_check_and_plan_fmt_on_plan_files() -> Non
 # ---- plan schema --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["report", "check", "diff"])
+@pytest.mark.parametrize("name", ["report", "check", "diff", "flags"])
 def test_schema_prints_the_shipped_json_schema_of_each_output(name: str) -> None:
     import jsonschema
 
@@ -511,8 +519,8 @@ def test_schema_prints_the_shipped_json_schema_of_each_output(name: str) -> None
 
 
 def test_schema_of_an_unknown_output_is_a_usage_error() -> None:
-    status, _, err = run("schema", "flags")
-    assert status == 2 and "'flags' is not one of" in err
+    status, _, err = run("schema", "launch")
+    assert status == 2 and "'launch' is not one of" in err
 
 
 # ---- progress on stderr -------------------------------------------------------------------
