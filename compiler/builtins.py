@@ -215,6 +215,7 @@ class Function:
     sympy: str | None = None  # the sympy function; None: the exact form wrapped (`sympy_function`)
     exact: Callable[..., float] | None = None  # on floats; None: lower.py's exact rule (rational where it can be)
     signature: str = ""  # as the language reference shows it
+    whole: bool = False  # its value is a whole number, which the exact evaluator keeps exact
 
 
 FUNCTIONS: dict[str, Function] = {
@@ -226,7 +227,7 @@ FUNCTIONS: dict[str, Function] = {
                                 exact=normal_quantile, signature="normal_quantile(p)"),
     "poisson_quantile": Function((2, 2), "plain", lambda a: poisson_quantile_many(a[0], a[1]),
                                  "\\operatorname{PoissonQ}", exact=poisson_quantile,
-                                 signature="poisson_quantile(p, mean)"),
+                                 signature="poisson_quantile(p, mean)", whole=True),
     "min": Function((2, 99), "same", lambda a: _np().minimum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],
                     "\\min", sympy="Min"),
     "max": Function((2, 99), "same", lambda a: _np().maximum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],

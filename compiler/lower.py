@@ -396,10 +396,11 @@ def _log10(x: Fraction) -> float:
 
 def _transcendental(expr: ir.Op, x: Number, *rest: Number) -> Number:
     op = expr.op
-    exact = FUNCTIONS[op].exact if op in FUNCTIONS else None
-    if exact is not None:
+    function = FUNCTIONS.get(op)
+    if function is not None and function.exact is not None:
         try:
-            return float(exact(float(x), *(float(r) for r in rest)))
+            value = float(function.exact(float(x), *(float(r) for r in rest)))
+            return Fraction(int(value)) if function.whole else value  # a count stays exact
         except ValueError as exc:
             raise EvalError(expr.span, "not a real number", str(exc)) from None
     if op == "sqrt":

@@ -163,3 +163,7 @@ def test_poisson_quantile_in_a_plan(tmp_path) -> None:  # type: ignore[no-untype
                     encoding="utf-8")
     result = compile_plan(plan)
     assert result.ok and result.failed_checks == 0
+    from fractions import Fraction
+
+    spares = result.lowered.values["spares"]  # type: ignore[union-attr]
+    assert isinstance(spares, Fraction) and spares == 6  # a count stays exact, as `ceil` keeps one

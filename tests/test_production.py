@@ -23,12 +23,12 @@ def v() -> dict[str, Fraction]:
 def test_a_rolling_update_at_the_peak_leaves_three_quarters_of_the_needed_replicas(v: dict[str, Fraction]) -> None:
     # Kubernetes takes down floor(replicas × maxUnavailable) at once, 25 % by default
     total, needed = v["total_replicas"], v["replicas"]
-    assert total == needed + 1  # one region, one spare (N+1)
+    assert total == needed + v["spare_replicas"]  # one region: the N+k spares (tests/test_spares.py)
     assert v["rollout_replicas"] == total - math.floor(total * Fraction(1, 4))
     assert v["rollout_capacity"] == v["rollout_replicas"] / needed
     assert 0.74 < v["rollout_capacity"] < 0.76  # < 1: roll out off-peak, or slower
-    # only the N+1 spare may go down at the peak
-    assert v["safe_unavailable"] == Fraction(1, total)
+    # only the spares may go down at the peak
+    assert v["safe_unavailable"] == Fraction(int(v["spare_replicas"]), total)
 
 
 def test_the_canary_sees_its_sample_in_seconds_at_average_load(v: dict[str, Fraction]) -> None:
