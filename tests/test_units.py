@@ -269,3 +269,14 @@ def test_str_of_an_integer_dim_parses_back(powers: tuple[int, ...]) -> None:
 def test_format_number_is_within_rounding(x: float) -> None:
     shown = float(format_number(x).replace(",", ""))
     assert abs(shown - x) <= 5e-4 * x
+
+
+def test_mass_of_co2_in_grams_kilograms_and_tonnes() -> None:
+    mass = Dim.of(mass=1)
+    assert unit_scale("g") == (Fraction(1), mass) and unit_scale("kg") == (Fraction(1000), mass)
+    assert unit_scale("tonnes") == (Fraction(10**6), mass)
+    scale, dim = parse_unit(("g/kWh",))
+    assert scale == Fraction(1, 3_600_000) and dim == mass / Dim.of(power=1, time=1)  # grams per joule
+    assert format_quantity(366.0, mass) == "366 g"
+    assert format_quantity(3.252e9, mass) == "3,252 tonnes"
+    assert format_quantity(85_470.0, mass) == "85.47 kg"

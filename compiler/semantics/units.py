@@ -1,7 +1,7 @@
 """The one table of units, and a small exact dimension algebra.
 
 Contract
-- `BASES` are the nine base dimensions. Every quantity is stored as a float in the canonical
+- `BASES` are the ten base dimensions. Every quantity is stored as a float in the canonical
   base units `s, B, FLOP, tokens, requests, users, devices, USD, W`.
 - `Dim` is an immutable, hashable vector of `Fraction` exponents over `BASES` with `*`, `/`,
   `**`; `DIMENSIONLESS` is the zero vector; `Dim.of(bytes=1, time=-1)` builds one.
@@ -36,18 +36,18 @@ from typing import Final
 # ---- tables ---------------------------------------------------------------------------------
 
 BASES: Final = (
-    "time", "bytes", "flop", "tokens", "requests", "users", "devices", "currency", "power")
+    "time", "bytes", "flop", "tokens", "requests", "users", "devices", "currency", "power", "mass")
 
 #: base -> (symbol in a numerator, symbol in a denominator)
 BASE_SYMBOLS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
     "time": ("s", "s"), "bytes": ("B", "B"), "flop": ("FLOP", "FLOP"),
     "tokens": ("tokens", "token"), "requests": ("requests", "request"),
     "users": ("users", "user"), "devices": ("devices", "device"),
-    "currency": ("USD", "USD"), "power": ("W", "W"),
+    "currency": ("USD", "USD"), "power": ("W", "W"), "mass": ("g", "g"),
 })
 #: order of symbols in `str(dim)`: time last, so `requests/user/s` and `W·s`
 _DISPLAY_ORDER: Final = (
-    "bytes", "flop", "tokens", "requests", "users", "devices", "currency", "power", "time")
+    "bytes", "flop", "tokens", "requests", "users", "devices", "currency", "power", "mass", "time")
 COUNTING_BASES: Final = frozenset({"tokens", "requests", "users", "devices"})
 
 _F = Fraction
@@ -95,6 +95,8 @@ UNIT_ROWS: Final[tuple[_UnitRow, ...]] = (
     (("watt", "watts"), _F(1), {"power": 1}, _NO_PREFIX),
     (("J",), _F(1), _ENERGY, _KMG),
     (("Wh",), _F(3600), _ENERGY, _KMG),
+    (("g",), _F(1), {"mass": 1}, _KMG),  # of CO₂, for a fleet's emissions: `366 g/kWh`
+    (("tonne", "tonnes"), _F(10**6), {"mass": 1}, _NO_PREFIX),
     (("count", "x"), _F(1), _NUMBER, _NO_PREFIX),
     (("%", "percent"), _F(1, 100), _NUMBER, _NO_PREFIX),
     *(((word,), size, _NUMBER, _NO_PREFIX) for word, size in MULTIPLIERS.items()),
@@ -332,6 +334,7 @@ AUTO_LADDERS: Final[Mapping[Dim, _Ladder]] = MappingProxyType({
     _FLOP_DIM / _TIME_DIM: _prefix_ladder("FLOP/s", DECIMAL_PREFIXES),
     _TIME_DIM: _TIME_LADDER,
     _POWER_DIM: _prefix_ladder("W", _KMG),
+    Dim.of(mass=1): ((0.0, 1.0, "g"), (1e3, 1e3, "kg"), (1e6, 1e6, "tonnes")),
 })
 _RATE_MULTIPLIERS: Final = ("k", "M", "G")
 _SIG: Final = 4
@@ -377,7 +380,8 @@ def _is_counting_rate(dim: Dim) -> bool:
 
 
 #: per-something quantities (`B/token`, `FLOP/token`, `W/device`) get their numerator's prefixes
-_NUMERATOR_LADDERS: Final = (("bytes", "B", _BINARY_TO_P), ("flop", "FLOP", DECIMAL_PREFIXES), ("power", "W", _KMG))
+_NUMERATOR_LADDERS: Final = (("bytes", "B", _BINARY_TO_P), ("flop", "FLOP", DECIMAL_PREFIXES), ("power", "W", _KMG),
+                              ("mass", "g", {"k": DECIMAL_PREFIXES["k"]}))
 #: derived units shown by their name, alone or per count: energy is `J` and `J/token`, not `W·s/token`
 _NAMED_LADDERS: Final = ((Dim.of(**_ENERGY), "J", _KMG),)
 
