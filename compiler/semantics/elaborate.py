@@ -290,9 +290,9 @@ class Elaborator:
             return None
         if ftype.tag == "dim":
             assert ftype.dim is not None
-            return ir.Ref(f"{inst.name}.{spec.name}", ftype.dim, use, text)
+            return ir.Ref(ir.node_id(inst.name, spec.name), ftype.dim, use, text)
         if ftype.tag == "bool":
-            return ir.Ref(f"{inst.name}.{spec.name}", ir.BOOL, use, text)
+            return ir.Ref(ir.node_id(inst.name, spec.name), ir.BOOL, use, text)
         if ftype.tag == "enum" and ftype.enum is not None and ftype.enum.members:
             return ir.EnumValue(ftype.enum, ftype.enum.members[0])
         if ftype.tag == "kind" and ftype.kind is not None:
@@ -452,7 +452,7 @@ class Elaborator:
                 return self._bound(inst, spec, ftype, use, text or name)
             if not self._varies(inst, name):  # the same in the variant as in the instance it varies
                 return self.field(inst.outer, name, use, text)
-        node_id = f"{inst.name}.{name}"
+        node_id = ir.node_id(inst.name, name)
         definition = self._definition(inst, spec)
         if definition is None and inst.abstract:
             return self._placeholder(inst, spec, use, text or name)
@@ -553,7 +553,7 @@ class Elaborator:
     def _bound(self, inst: Instance, spec: FieldSpec, ftype: TypeInfo | None, use: Span, text: str) -> Value | None:
         """A field a variant binds: a node whose formula is the binding, computed in the
         instance the variant varies; the free variable of a `largest` starts at its low end."""
-        node_id = f"{inst.name}.{spec.name}"
+        node_id = ir.node_id(inst.name, spec.name)
         if node_id not in self.done:
             value, written = inst.bound[spec.name]
             assert value is not None, "the free variable is recorded by `largest`"
@@ -942,7 +942,7 @@ class Elaborator:
             self.sink.add(dx.WRONG_TYPE.at(e.key.span, "wrong key", expected=f"a `{ftype.enum.name}` value",
                                            found=describe(key), help=f"index `{name}` by a `{ftype.enum.name}`"))
             return None
-        node_id = f"{inst.name}.{name}[{key.member.name}]"
+        node_id = ir.node_id(inst.name, f"{name}[{key.member.name}]")
         entry = next((f for _, f in inst.assignments() if len(f.target.steps) == 2
                       and f.target.steps[0].name == name and f.target.steps[1].name == key.member.name), None)
         override = self.overrides.get((inst.name, f"{name}[{key.member.name}]"))
@@ -1188,7 +1188,7 @@ class Elaborator:
         step = bounds[2] if len(bounds) > 2 else ir.Lit(Fraction(1), ftype.dim, e.span, "1")  # type: ignore[arg-type]
         assert isinstance(low, (ir.Lit, ir.Ref, ir.Op)) and isinstance(high, (ir.Lit, ir.Ref, ir.Op))
         trial = self.variant(scope, {var.id: (None, var)}, e.span)
-        node_id = f"{trial.name}.{var.id}"
+        node_id = ir.node_id(trial.name, var.id)
         if node_id not in self.done:
             self.done[node_id] = ftype.dim  # type: ignore[assignment]
             meta = _NodeMeta(owner=trial.name, field=var.id, spec=spec, ftype=ftype, notes=None,

@@ -24,6 +24,18 @@ from .units import Dim
 BOOL = "bool"
 Type = Dim | str  # a dimension, or BOOL
 
+NodeId = str
+"""A node's id: `instance.field`, `instance.field[member]` for a map entry, `enum.member.attribute`,
+or a `let`'s name; a variant's nodes add `@` and the variant (`chat@mixed_step_time.batch`)."""
+FieldRef = tuple[str, str]
+"""(instance, field) as a question, a scenario or a lever names a field to override; its node is
+`node_id(*ref)`."""
+
+
+def node_id(instance: str, field: str) -> NodeId:
+    """The id of an instance's field: the one place the dotted form is built from its parts."""
+    return f"{instance}.{field}"
+
 
 @dataclass(frozen=True, slots=True)
 class Lit:

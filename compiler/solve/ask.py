@@ -46,14 +46,14 @@ class Asks(SolverBase):
         lowered = self.variant(given, q.span)
         if lowered is None:
             return None
-        unknown = f"{unknown_t[0]}.{unknown_t[1]}"
+        unknown = ir.node_id(*unknown_t)
         objective: ir.Expr | None = None
         if q.over is not None:
             over_t = self.target(q.over)
             if over_t is None:
                 return None
             objective = self.expr_in(path_expr(q.target), lowered)
-            unknown = f"{over_t[0]}.{over_t[1]}"
+            unknown = ir.node_id(*over_t)
         node = lowered.elaborated.nodes.get(unknown)
         if node is None or not isinstance(node.dim, Dim):
             self.sink.add(dx.UNDERDETERMINED.at(
@@ -237,7 +237,7 @@ class Asks(SolverBase):
         t = self.target(quantity, subject)
         if t is None:
             return None
-        node_id = f"{t[0]}.{t[1]}"
+        node_id = ir.node_id(*t)
         node = self.nodes.get(node_id)
         if node is None or not isinstance(node.dim, Dim):
             self.sink.add(dx.UNDERDETERMINED.at(quantity.span, "not a quantity of this plan", name=node_id,

@@ -53,7 +53,7 @@ class SolverBase:
         self.nodes = lowered.elaborated.nodes
         self._variants: dict[tuple[Any, ...], Lowered | None] = {}
 
-    def target(self, path: ast.Path, subject: ast.Path | None = None) -> tuple[str, str] | None:
+    def target(self, path: ast.Path, subject: ast.Path | None = None) -> ir.FieldRef | None:
         """(instance, field) named by a path, relative to a subject instance if given."""
         steps = list(path.steps)
         if subject is not None:
@@ -64,7 +64,7 @@ class SolverBase:
                                              help="name a field of an instance, like `chat.batch`"))
             return None
         field_name = names[1] + "".join(names[2:])
-        node_id = f"{steps[0].name}.{field_name}"
+        node_id = ir.node_id(steps[0].name, field_name)
         if any(not s.indexed for s in steps[2:]) or (node_id not in self.nodes and node_id not in self.base.elaborated.statics):
             fields = sorted({n.split(".", 1)[1].split("[", 1)[0] for n in (*self.nodes, *self.base.elaborated.statics)
                              if n.split(".", 1)[0] == steps[0].name and "@" not in n})
@@ -83,12 +83,12 @@ class SolverBase:
             return None
         return steps[0].name, field_name
 
-    def whole(self, target: tuple[str, str]) -> str:
+    def whole(self, target: ir.FieldRef) -> str:
         """The field's id if it takes whole numbers only (declared `integer`), else ""."""
-        node = self.nodes.get(f"{target[0]}.{target[1]}")
+        node = self.nodes.get(ir.node_id(*target))
         return node.id if node is not None and node.integral else ""
 
-    def variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
+    def variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
         """The plan with some definitions replaced, evaluated (memoised: a comparison, a search
         and an ask often build the same variant). An override that sets a field to the value it
         already has is dropped; numeric values for quantities the plan has replace those nodes
@@ -101,7 +101,7 @@ class SolverBase:
             self._variants[key] = self._build_variant(overrides, span) if overrides else self.base
         return self._variants[key]
 
-    def _build_variant(self, overrides: dict[tuple[str, str], ast.Expr], span: Any) -> Lowered | None:
+    def _build_variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
         sink = dx.Sink()
         elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides)
         lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
@@ -123,8 +123,8 @@ class SolverBase:
     def _elaborated(self, e: ast.Expr, lowered: Lowered, sink: dx.Sink) -> Any:
         return elaborate_expr(self.program, lowered.elaborated, e, sink)
 
-    def _unchanged(self, target: tuple[str, str], e: ast.Expr) -> bool:
-        node_id = f"{target[0]}.{target[1]}"
+    def _unchanged(self, target: ir.FieldRef, e: ast.Expr) -> bool:
+        node_id = ir.node_id(*target)
         el = self.base.elaborated
         if node_id in el.statics:
             return static_key(self._quiet_expr(e)) == el.statics[node_id]
@@ -134,13 +134,13 @@ class SolverBase:
         value = self._quiet_expr(e)
         return isinstance(value, ir.Lit) and value.dim == node.dim and value.value == self.base.values.get(node_id)
 
-    def _substituted(self, overrides: dict[tuple[str, str], ast.Expr]) -> ir.Elaborated | None:
+    def _substituted(self, overrides: dict[ir.FieldRef, ast.Expr]) -> ir.Elaborated | None:
         """The plan's graph with overridden quantities replaced by their literal values, when
         every override is a number for a quantity the plan already has."""
         el = self.base.elaborated
         nodes = dict(el.nodes)
         for (inst, name), e in overrides.items():
-            node_id = f"{inst}.{name}"
+            node_id = ir.node_id(inst, name)
             node = el.nodes.get(node_id)
             value = self._quiet_expr(e) if node is not None else None
             if node is None or not isinstance(value, ir.Lit) or value.dim != node.dim:

@@ -71,21 +71,21 @@ class Searches(SolverBase):
     def _search_axes(self, q: ast.SearchStmt) -> tuple[list[Any], list[Any]] | None:
         if self.sized(q, list(q.domains)) is None:
             return None
-        static_axes: list[tuple[tuple[str, str], list[ast.Expr]]] = []
+        static_axes: list[tuple[ir.FieldRef, list[ast.Expr]]] = []
         numeric_axes: list[tuple[str, list[ast.Expr]]] = []
         for d in q.domains:
             t = self.target(d.target, q.subject)
             pts = self.points(d, self.base, self.whole(t)) if t is not None else None
             if t is None or pts is None:
                 return None
-            node_id = f"{t[0]}.{t[1]}"
+            node_id = ir.node_id(*t)
             if node_id in self.nodes and all(isinstance(p, ast.Number) or is_neg_number(p) for p in pts):
                 numeric_axes.append((node_id, pts))
             else:
                 static_axes.append((t, pts))
         return static_axes, numeric_axes
 
-    def _search_table(self, q: ast.SearchStmt, target_t: tuple[str, str], static_axes: list[Any],
+    def _search_table(self, q: ast.SearchStmt, target_t: ir.FieldRef, static_axes: list[Any],
                       numeric_axes: list[Any], shape: tuple[int, ...], blocks: list[Any],
                       plot_axes: tuple[ast.Path, ...]) -> TableAnswer:
         import numpy as np
@@ -104,7 +104,7 @@ class Searches(SolverBase):
                     for i in np.nonzero(failed < 0)[0]]
         ranked = sorted(feasible)[:10]
         rejected = [(b, int(i)) for b, (_, _, failed, _, _) in enumerate(blocks) for i in np.nonzero(failed >= 0)[0][:5]][:5]
-        node_id = f"{target_t[0]}.{target_t[1]}"
+        node_id = ir.node_id(*target_t)
         node = self.nodes.get(node_id)
         table = TableAnswer(q, "search", f"{q.objective} {q.target.dotted}", [], [])
         table.evaluated = sum(blk[3] for blk in blocks)
@@ -136,7 +136,7 @@ class Searches(SolverBase):
         table.feasible = len(feasible)
         table.objective_node = node_id if node_id in self.base.values else ""
         statics = self.base.elaborated.statics
-        table.declared = [(static_label(statics.get(f"{t[0]}.{t[1]}")), "") for t, _ in static_axes]
+        table.declared = [(static_label(statics.get(ir.node_id(*t))), "") for t, _ in static_axes]
         table.declared += [("", n) if n in self.base.values else ("", "") for n, _ in numeric_axes]
         if ranked:
             table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))

@@ -112,7 +112,7 @@ class Sensitivities(SolverBase):
                                    [v for *_, v in headline_rows(variant)] if variant is not None else None, reason))
         return out
 
-    def _quiet_variant(self, overrides: dict[tuple[str, str], ast.Expr], key: tuple[Any, ...]) -> tuple[Lowered | None, str]:
+    def _quiet_variant(self, overrides: dict[ir.FieldRef, ast.Expr], key: tuple[Any, ...]) -> tuple[Lowered | None, str]:
         """`variant` for a lever: a variant that is not a valid plan is a reason, not a diagnostic."""
         if self._variants.get(key) is not None:
             return self._variants[key], ""

@@ -71,7 +71,7 @@ class Tables(SolverBase):
         title = " × ".join(f"{t[1]}" for t in targets)
         table = TableAnswer(q, kind, title, [], [])
         total = math.prod(len(a) for a in axes)
-        numeric = [f"{t[0]}.{t[1]}" in self.nodes and all(isinstance(p, ast.Number) or is_neg_number(p) for p in pts)
+        numeric = [ir.node_id(*t) in self.nodes and all(isinstance(p, ast.Number) or is_neg_number(p) for p in pts)
                    for t, pts in zip(targets, axes)]
         if total > EXACT_POINTS and any(numeric):
             return self._vector_table(q, table, targets, axes, numeric, columns_exprs)
@@ -89,7 +89,7 @@ class Tables(SolverBase):
             table.evaluated += 1
         return table
 
-    def _vector_table(self, q: ast.Question, table: TableAnswer, targets: list[tuple[str, str]],
+    def _vector_table(self, q: ast.Question, table: TableAnswer, targets: list[ir.FieldRef],
                       axes: list[list[ast.Expr]], numeric: list[bool], columns_exprs: list[ast.Expr]) -> TableAnswer:
         """A large sweep: each combination of its static axes (an enum member, an instance) is a
         variant of the plan; over its numeric axes every point is evaluated in one vectorised
@@ -115,7 +115,7 @@ class Tables(SolverBase):
                 table.columns = [(c[0], c[1], c[2]) for c in cols]
             exprs = self._column_irs(columns_exprs, variant)
             grids = np.meshgrid(*[np.array([float(literal_value(p)) for p in axes[k]]) for k in nums], indexing="ij")
-            fixed = {f"{targets[k][0]}.{targets[k][1]}": g.ravel() for k, g in zip(nums, grids)}
+            fixed = {ir.node_id(*targets[k]): g.ravel() for k, g in zip(nums, grids)}
             live = [e for e in exprs if e is not None]
             vals = evaluate_many(variant.elaborated, variant.values, fixed,
                                  needed(variant.elaborated, live + [r.expr for r in variant.elaborated.requirements]) | set(fixed))
