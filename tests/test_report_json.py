@@ -86,6 +86,23 @@ def test_bindings_are_documented(report: dict) -> None:
         assert all(f"`{k}`" in text for k in choice), sorted(choice)
 
 
+def test_bindings_carry_their_values_as_numbers(report: dict) -> None:
+    """What decides the headline, as numbers: the batch search stops where `tpot <= tpot_slo`
+    fails one sequence past the answer, and `replicas` takes the larger of its branches."""
+    quantities = {q["id"]: q for q in report["quantities"]}
+    choices = {c["quantity"]: c for c in report["bindings"]["choices"]}
+    batch = choices["chat.batch"]
+    assert batch["op"] == "largest" and batch["number"]["value"] == quantities["chat.batch"]["value"]["value"] + 1
+    tpot = next(c for c in batch["conditions"] if c["condition"] == "tpot <= tpot_slo")
+    assert tpot["holds"] is False and tpot["left"]["value"] > tpot["right"]["value"] == 0.04
+    assert tpot["left"]["unit"] == "s" and tpot["left"]["text"] in batch["value"]
+    replicas = choices["chat.replicas"]
+    assert replicas["op"] == "max" and replicas["conditions"] == []
+    assert replicas["number"]["value"] == quantities["chat.throughput_replicas"]["value"]["value"]
+    assert [o["branch"] for o in replicas["others"]] == ["burst_replicas"]
+    assert replicas["others"][0]["value"]["value"] < replicas["number"]["value"]
+
+
 def test_decision_is_documented(report: dict) -> None:
     documented = _documented()
     assert documented["decision"] == set(report["decision"])

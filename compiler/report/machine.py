@@ -28,7 +28,7 @@ from typing import Any
 from ..pipeline import Compilation
 from ..semantics import ir
 from ..semantics.units import Dim
-from .view import DocumentView, QuantityView, breakdown_terms
+from .view import ChoiceNumbers, DocumentView, QuantityView, breakdown_terms
 
 REPORT_SCHEMA = "plan.report/2"
 
@@ -51,6 +51,18 @@ def _finite(x: float | None) -> float | None:
 def interval(low: float | None, high: float | None, dim: ir.Type | str, text: str, method: str) -> dict[str, Any]:
     """The *interval* record."""
     return {"low": _finite(low), "high": _finite(high), "unit": str(dim), "text": text, "method": method}
+
+
+def _triple(t: tuple[Any, Any, str] | None) -> dict[str, Any] | None:
+    return number(*t) if t is not None else None
+
+
+def _choice_numbers(c: ChoiceNumbers) -> dict[str, Any]:
+    """A choice's values as *number* records beside the texts the document prints."""
+    return {"number": _triple(c.value),
+            "others": [{"branch": branch, "value": _triple(v)} for branch, v in c.others],
+            "conditions": [{"condition": cond, "holds": holds, "left": _triple(left), "right": _triple(right)}
+                           for cond, holds, left, right in c.conditions]}
 
 
 def _node_interval(node_id: str, compilation: Compilation, text: str) -> dict[str, Any] | None:
@@ -199,7 +211,8 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
                                                            for (n, e), (_, text) in zip(sensitivities[s.target].entries, s.entries)]}
                           for s in doc.sensitivities],
         "bindings": {"target": doc.bindings_target, "choices": [
-            dict(zip(("quantity", "op", "in_effect", "value", "instead_of"), row)) for row in doc.bindings]},
+            {**dict(zip(("quantity", "op", "in_effect", "value", "instead_of"), row)), **_choice_numbers(numbers)}
+            for row, numbers in zip(doc.bindings, doc.binding_numbers)]},
         "uncertainty": _uncertainty(doc, compilation),
         "warnings": doc.warnings,
         "source": doc.source,

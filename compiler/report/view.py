@@ -161,6 +161,8 @@ class DocumentView:
     sensitivity_matrix: SensitivityMatrix | None = None
     # what binds the headline: (quantity, max/min, branch in effect, its value, the other branches)
     bindings: tuple[tuple[str, str, str, str, str], ...] = ()
+    # the same choices as numbers, for machines (report/machine.py): parallel to `bindings`
+    binding_numbers: tuple[ChoiceNumbers, ...] = ()
     bindings_target: str = ""
     uncertainty: UncertaintyView | None = None
     source: str = ""  # the plan's text, shown in the appendix
@@ -476,6 +478,7 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
     ]
     doc.sensitivity_matrix = _sensitivity_matrix([s for s in compilation.sensitivities if s.entries])
     doc.bindings = _choice_rows(getattr(compilation, "bindings", []), b)
+    doc.binding_numbers = tuple(_choice_numbers(c, b) for c in getattr(compilation, "bindings", []))
     summary_refs = [e for e in el.summary if isinstance(e, ir.Ref)]
     doc.bindings_target = summary_refs[0].node if doc.bindings and summary_refs else ""
     doc.source = getattr(compilation, "source", "")
@@ -547,6 +550,35 @@ def _bound(v: Any, lower: bool, show: Callable[[Any], str]) -> str:
 def _limit_name(lim: Any) -> str:
     text = " ".join(lim.constraint.span.text.split())
     return f"{text} (a requirement of the plan)" if lim.requirement else text
+
+
+@dataclass(frozen=True)
+class ChoiceNumbers:
+    """One choice behind a quantity with its values as (value, dimension, text) triples (None
+    where undefined): a `max`/`min`'s branch in effect and the others; a search's first value
+    past its answer and each part of its condition there, whether it holds and its two sides."""
+
+    value: tuple[Any, ir.Type, str] | None
+    others: tuple[tuple[str, tuple[Any, ir.Type, str] | None], ...] = ()
+    conditions: tuple[tuple[str, bool | None, tuple[Any, ir.Type, str] | None, tuple[Any, ir.Type, str] | None], ...] = ()
+
+
+def _choice_numbers(c: Any, b: _Builder) -> ChoiceNumbers:
+    def triple(v: Any, dim: ir.Type, unit: str | None = None) -> tuple[Any, ir.Type, str] | None:
+        return None if v is None or isinstance(v, bool) else (v, dim, b.format(v, dim, unit))
+
+    def text(e: ir.Expr) -> str:
+        return " ".join(e.span.text.split())
+
+    if c.op == "largest":
+        owner = b.nodes[c.node]
+        conditions = []
+        for part, (holds, left, right, _beyond) in zip(c.branches, c.values):
+            dim = part.args[0].dim if isinstance(part, ir.Op) and part.args else ir.BOOL
+            conditions.append((text(part), holds, triple(left, dim), triple(right, dim)))
+        return ChoiceNumbers(triple(c.values[0][3], owner.dim, owner.unit), (), tuple(conditions))
+    return ChoiceNumbers(triple(c.values[0], c.branches[0].dim),
+                         tuple((text(e), triple(v, e.dim)) for e, v in zip(c.branches[1:], c.values[1:])))
 
 
 def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, str, str], ...]:
