@@ -36,6 +36,7 @@ Contract
   at once term by term; points outside the domain come out as NaN instead of raising.
   `tests/test_builtins.py` checks that they agree with the exact forms.
 """
+
 from __future__ import annotations
 
 import functools
@@ -214,20 +215,17 @@ class Function:
     latex: str | None  # the LaTeX operator; None: report/latex.py's own notation (⌈x⌉, ⌊x⌋)
     sympy: str | None = None  # the sympy function; None: the exact form wrapped (`sympy_function`)
     exact: Callable[..., float] | None = None  # on floats; None: lower.py's exact rule (rational where it can be)
-    signature: str = ""  # as the language reference shows it
     whole: bool = False  # its value is a whole number, which the exact evaluator keeps exact
 
 
 FUNCTIONS: dict[str, Function] = {
     "erlang_c": Function((2, 2), "plain", lambda a: erlang_c_many(a[0], a[1]), "\\operatorname{ErlangC}",
-                         exact=erlang_c, signature="erlang_c(servers, load)"),
-    "normal_cdf": Function((1, 1), "plain", lambda a: normal_cdf_many(a[0]), "\\Phi", exact=normal_cdf,
-                           signature="normal_cdf(x)"),
+                         exact=erlang_c),
+    "normal_cdf": Function((1, 1), "plain", lambda a: normal_cdf_many(a[0]), "\\Phi", exact=normal_cdf),
     "normal_quantile": Function((1, 1), "plain", lambda a: normal_quantile_many(a[0]), "\\Phi^{-1}",
-                                exact=normal_quantile, signature="normal_quantile(p)"),
+                                exact=normal_quantile),
     "poisson_quantile": Function((2, 2), "plain", lambda a: poisson_quantile_many(a[0], a[1]),
-                                 "\\operatorname{PoissonQ}", exact=poisson_quantile,
-                                 signature="poisson_quantile(p, mean)", whole=True),
+                                 "\\operatorname{PoissonQ}", exact=poisson_quantile, whole=True),
     "min": Function((2, 99), "same", lambda a: _np().minimum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],
                     "\\min", sympy="Min"),
     "max": Function((2, 99), "same", lambda a: _np().maximum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],

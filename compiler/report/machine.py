@@ -54,7 +54,8 @@ def interval(low: float | None, high: float | None, dim: ir.Type | str, text: st
 
 
 def _triple(t: tuple[Any, Any, str] | None) -> dict[str, Any] | None:
-    return number(*t) if t is not None else None
+    """A (value, dimension, text) as a *number*; null where undefined or not a number."""
+    return number(*t) if t is not None and not isinstance(t[0], bool) else None
 
 
 def _choice_numbers(c: ChoiceNumbers) -> dict[str, Any]:

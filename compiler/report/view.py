@@ -552,20 +552,23 @@ def _limit_name(lim: Any) -> str:
     return f"{text} (a requirement of the plan)" if lim.requirement else text
 
 
+Value3 = tuple[Any, ir.Type, str]  # a value, its dimension, and its text as the document prints it
+
+
 @dataclass(frozen=True)
 class ChoiceNumbers:
-    """One choice behind a quantity with its values as (value, dimension, text) triples (None
-    where undefined): a `max`/`min`'s branch in effect and the others; a search's first value
-    past its answer and each part of its condition there, whether it holds and its two sides."""
+    """One choice behind a quantity, each value with its dimension and text (None where
+    undefined): a `max`/`min`/`if`'s branch in effect and the others; a search's first value past
+    its answer and each part of its condition there, whether it holds and its two sides."""
 
-    value: tuple[Any, ir.Type, str] | None
-    others: tuple[tuple[str, tuple[Any, ir.Type, str] | None], ...] = ()
-    conditions: tuple[tuple[str, bool | None, tuple[Any, ir.Type, str] | None, tuple[Any, ir.Type, str] | None], ...] = ()
+    value: Value3 | None
+    others: tuple[tuple[str, Value3 | None], ...] = ()
+    conditions: tuple[tuple[str, bool | None, Value3 | None, Value3 | None], ...] = ()
 
 
 def _choice_numbers(c: Any, b: _Builder) -> ChoiceNumbers:
-    def triple(v: Any, dim: ir.Type, unit: str | None = None) -> tuple[Any, ir.Type, str] | None:
-        return None if v is None or isinstance(v, bool) else (v, dim, b.format(v, dim, unit))
+    def value(v: Any, dim: ir.Type, unit: str | None = None) -> Value3 | None:
+        return None if v is None else (v, dim, b.format(v, dim, unit))
 
     def text(e: ir.Expr) -> str:
         return " ".join(e.span.text.split())
@@ -574,40 +577,36 @@ def _choice_numbers(c: Any, b: _Builder) -> ChoiceNumbers:
         owner = b.nodes[c.node]
         conditions = []
         for part, (holds, left, right, _beyond) in zip(c.branches, c.values):
-            dim = part.args[0].dim if isinstance(part, ir.Op) and part.args else ir.BOOL
-            conditions.append((text(part), holds, triple(left, dim), triple(right, dim)))
-        return ChoiceNumbers(triple(c.values[0][3], owner.dim, owner.unit), (), tuple(conditions))
-    return ChoiceNumbers(triple(c.values[0], c.branches[0].dim),
-                         tuple((text(e), triple(v, e.dim)) for e, v in zip(c.branches[1:], c.values[1:])))
+            sides = isinstance(part, ir.Op) and left is not None and right is not None
+            dim = part.args[0].dim if sides else ir.BOOL
+            conditions.append((text(part), holds, value(left, dim) if sides else None, value(right, dim) if sides else None))
+        return ChoiceNumbers(value(c.values[0][3], owner.dim, owner.unit), (), tuple(conditions))
+    dim = c.branches[0].dim  # every branch of a max, min or if has the same
+    return ChoiceNumbers(value(c.values[0], dim), tuple((text(e), value(v, dim)) for e, v in zip(c.branches[1:], c.values[1:])))
 
 
 def _choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, str, str], ...]:
-    """(quantity, max/min/if, the branch in effect, its value, the other branches = values)."""
+    """(quantity, max/min/if, the branch in effect, its value, the other branches = values): the
+    texts of `_choice_numbers`."""
+    def shown(v: Value3 | None) -> str:
+        return v[2] if v is not None else "undefined"
+
+    def side(holds: bool | None, left: Value3 | None, right: Value3 | None) -> str:
+        verdict = {True: "holds", False: "fails", None: "undefined"}[holds]
+        return verdict + (f": {left[2]} vs {right[2]}" if left is not None and right is not None else "")
+
     rows = []
     for c in choices:
-        owner = b.nodes[c.node]
+        n = _choice_numbers(c, b)
         if c.op == "largest":  # the part of the search's condition that fails one step past its answer
-            free = c.branches[0]
-            def side(part: Any, value: Any) -> str:
-                holds, left, right, _beyond = value
-                verdict = {True: "holds", False: "fails", None: "undefined"}[holds]
-                if left is not None and right is not None and isinstance(part, ir.Op):
-                    dim = part.args[0].dim
-                    verdict += f": {b.format(left, dim, None)} vs {b.format(right, dim, None)}"
-                return verdict
-            beyond = c.values[0][3]
-            held = [" ".join(e.span.text.split()) for e, v in zip(c.branches[1:], c.values[1:]) if v[0] is True]
-            others = "; ".join([f"{' '.join(e.span.text.split())} {side(e, v)}" for e, v in zip(c.branches[1:], c.values[1:])
-                                if v[0] is not True] + ([f"{', '.join(held)} hold"] if held else []))
-            rows.append((owner.id, "largest", " ".join(free.span.text.split()),
-                         f"{side(c.branches[0], c.values[0])} at {b.format(beyond, owner.dim, owner.unit)} (one more than the answer)", others))
+            (first, holds, left, right), rest = n.conditions[0], n.conditions[1:]
+            held = [cond for cond, h, *_ in rest if h is True]
+            others = "; ".join([f"{cond} {side(h, lo, hi)}" for cond, h, lo, hi in rest if h is not True]
+                               + ([f"{', '.join(held)} hold"] if held else []))
+            rows.append((c.node, "largest", first, f"{side(holds, left, right)} at {shown(n.value)} (one more than the answer)", others))
             continue
-
-        def fmt(v: Any, e: ir.Expr = c.branches[0]) -> str:
-            return b.format(v, e.dim, None) if v is not None else "undefined"
-
-        others = "; ".join(f"{' '.join(e.span.text.split())} = {fmt(v)}" for e, v in zip(c.branches[1:], c.values[1:]))
-        rows.append((owner.id, c.op, " ".join(c.branches[0].span.text.split()), fmt(c.values[0]), others))
+        others = "; ".join(f"{branch} = {shown(v)}" for branch, v in n.others)
+        rows.append((c.node, c.op, " ".join(c.branches[0].span.text.split()), shown(n.value), others))
     return tuple(rows)
 
 

@@ -149,7 +149,6 @@ class TypeInfo:
 INTEGER = "integer"
 
 
-
 def static_key(value: Value | None) -> str | None:
     """A key equal for equal static values (across elaborations), None for anything else."""
     if isinstance(value, ir.EnumValue):

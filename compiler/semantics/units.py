@@ -2,7 +2,7 @@
 
 Contract
 - `BASES` are the ten base dimensions. Every quantity is stored as a float in the canonical
-  base units `s, B, FLOP, tokens, requests, users, devices, USD, W`.
+  base units `s, B, FLOP, tokens, requests, users, devices, USD, W, g`.
 - `Dim` is an immutable, hashable vector of `Fraction` exponents over `BASES` with `*`, `/`,
   `**`; `DIMENSIONLESS` is the zero vector; `Dim.of(bytes=1, time=-1)` builds one.
   `str(dim)` is the canonical unit text (`B/s`, `requests/user/s`, `W·s`, `1/s`, `1`):
