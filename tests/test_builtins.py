@@ -167,3 +167,14 @@ def test_poisson_quantile_in_a_plan(tmp_path) -> None:  # type: ignore[no-untype
 
     spares = result.lowered.values["spares"]  # type: ignore[union-attr]
     assert isinstance(spares, Fraction) and spares == 6  # a count stays exact, as `ceil` keeps one
+
+
+def test_poisson_quantile_outside_its_domain_is_a_diagnostic_at_the_call(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from planc.pipeline import compile_plan
+
+    plan = tmp_path / "bad.plan"
+    plan.write_text("let q = poisson_quantile(1.5, 1)\nsummary q\n", encoding="utf-8")
+    result = compile_plan(plan)
+    assert not result.ok and [d.code for d in result.diagnostics] == ["E0405"]
+    assert "strictly between 0 and 1" in result.diagnostics[0].message
+    assert result.diagnostics[0].primary is not None and result.diagnostics[0].primary.span.text == "poisson_quantile(1.5, 1)"

@@ -78,3 +78,10 @@ def test_a_plan_may_still_set_n_plus_one(compile_text: Callable[[str], Compilati
 def test_a_coverage_outside_zero_and_one_is_an_error(compile_text: Callable[[str], Compilation]) -> None:
     c = compile_text(plan("chat", 0.6, "\n  spare_coverage = 1"))
     assert not c.ok and any("coverage" in d.message for d in c.diagnostics), [d.message for d in c.diagnostics]
+
+
+def test_a_device_that_never_runs_is_an_error_at_the_plans_line(compile_text: Callable[[str], Compilation]) -> None:
+    c = compile_text(plan("chat", 0.6, "\n  device_mtbf = 0 years"))
+    errors = [d for d in c.diagnostics if d.is_error]
+    assert not c.ok and [d.code for d in errors] == ["E0404"]
+    assert errors[0].primary is not None and errors[0].primary.span.text == "0 years"
