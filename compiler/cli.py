@@ -43,6 +43,7 @@ Examples:
   plan explain E0302                                  # what a diagnostic code means
   plan fmt --check plans/                             # the canonical layout; without --check, rewrite
   plan physics 5.4                                    # a section of the physics the stdlib cites
+  plan lsp                                            # the language server, for an editor (stdio)
 """
 
 
@@ -643,6 +644,22 @@ def physics(section: str | None) -> None:
         click.echo("  = help: `plan physics` prints the whole document with its numbered sections", err=True)
         sys.exit(2)
     click.echo(text, nl=not text.endswith("\n"))
+
+
+@main.command()
+def lsp() -> None:
+    """Run the language server over stdin/stdout, for an editor: diagnostics as you type, hover
+    with a quantity's value and derivation, go-to-definition into the stdlib. Needs
+    `pip install 'plan-compiler[lsp]'`; docs/editors-and-ci.md shows how to connect an editor."""
+    try:
+        import pygls  # noqa: F401
+    except ImportError as exc:
+        click.echo(f"plan: the language server needs pygls ({exc}); install it with "
+                   "`pip install 'plan-compiler[lsp]'`", err=True)
+        sys.exit(2)
+    from .lsp import serve
+
+    serve()
 
 
 @main.command("import-hf")

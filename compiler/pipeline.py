@@ -10,16 +10,17 @@ requirement on derived quantities fails, E0408), 2 the plan is invalid.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import diagnostics as dx
 from .lower import Lowered, lower
+from .semantics import ir
 from .semantics.elaborate import elaborate
 from .semantics.lint import restated
-from .semantics.resolve import load_program
+from .semantics.resolve import Program, load_program
 
 if TYPE_CHECKING:  # the solver loads only for plans with questions or a summary
     from .solve.answers import Answer, Choice, LeverAnswer, Sensitivity
@@ -38,6 +39,10 @@ class Compilation:
     _levers: list[LeverAnswer] | Callable[[], list[LeverAnswer]] | None = None
     uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
     source: str = ""  # the plan's own text, for the report's appendix
+    # what the stages built, for tools that index names (the language server), even when a
+    # later stage found errors: the loaded program and the elaborated graph
+    program: Program | None = None
+    elaborated: ir.Elaborated | None = None
 
     @property
     def levers(self) -> list[LeverAnswer]:
@@ -66,16 +71,19 @@ class Compilation:
         return 1 if self.failed_checks or self.infeasible else 0
 
 
-def compile_plan(path: Path | str, shown: str | None = None) -> Compilation:
+def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path, str] | None = None) -> Compilation:
+    """`texts`: real paths to text that stands in for those files on disk (the language
+    server's unsaved buffers)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
     result = Compilation(shown)
-    program = load_program(Path(path), sink, shown)
+    program = load_program(Path(path), sink, shown, texts)
     if program is not None:
         result.source = program.main_file.text
+        result.program = program
     if program is not None and not sink.has_errors:
         restated(program, sink)
-        elaborated = elaborate(program, sink)
+        elaborated = result.elaborated = elaborate(program, sink)
         if not sink.has_errors:
             lowered = lower(elaborated, sink)
             if not sink.has_errors and (elaborated.questions or elaborated.summary):

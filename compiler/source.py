@@ -15,6 +15,8 @@ Contract
   characters and `bad_offset` the character offset of the first bad byte, so the diagnostic
   has a line and column. A carriage return not followed by a line feed (old Mac line endings)
   is read as a newline, so CR-only files have lines; CRLF is kept as it is.
+- `source_from_text(text, path)` applies the same checks to text already in memory (an
+  editor's unsaved buffer, for the language server).
 """
 
 from __future__ import annotations
@@ -142,6 +144,14 @@ def read_source(path: Path, shown_as: str, *, is_stdlib: bool = False) -> tuple[
         offset = len(raw[: exc.start].decode("utf-8"))
         object.__setattr__(shown, "bad_offset", offset)
         return shown, LoadProblem.NOT_UTF8, f"byte 0x{raw[exc.start]:02x} at offset {exc.start}"
+    return source_from_text(text, shown_as, is_stdlib=is_stdlib)
+
+
+def source_from_text(text: str, shown_as: str, *, is_stdlib: bool = False) -> tuple[SourceFile | None, LoadProblem | None, str]:
+    """A plan's text that is already in memory (an editor's unsaved buffer), checked as
+    `read_source` checks a file's: the same size limit, BOM and line endings, and emptiness."""
+    if len(text.encode("utf-8", errors="surrogatepass")) > MAX_FILE_BYTES:
+        return SourceFile(shown_as, "", is_stdlib), LoadProblem.TOO_LARGE, f"more than {MAX_FILE_BYTES:,} bytes"
     if text.startswith("\ufeff"):
         text = text[1:]
     text = _LONE_CR.sub("\n", text)

@@ -1,8 +1,10 @@
 """Resolve: load the main plan and everything it imports; build the global namespace.
 
 Contract
-- `load_program(path, sink) -> Program | None`. Reads the main file and, transitively, its
-  imports (plus the stdlib prelude), parsing each once. Returns None when the main file cannot
+- `load_program(path, sink, texts=None) -> Program | None`. Reads the main file and,
+  transitively, its imports (plus the stdlib prelude), parsing each once. `texts` maps real
+  paths to text that stands in for the file on disk (an editor's unsaved buffers); a path in
+  it need not exist. Returns None when the main file cannot
   be read or parsed; import problems are diagnostics on the import statement.
 - Import paths: `"./x"` / `"../x"` are relative to the importing file and must stay inside the
   directory tree of the main plan; any other path names a file in the stdlib (`"models/llama"`
@@ -15,12 +17,13 @@ Contract
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from .. import diagnostics as dx
-from ..source import MAX_FILE_BYTES, STDIN, LoadProblem, SourceFile, Span, read_source
+from ..source import MAX_FILE_BYTES, STDIN, LoadProblem, SourceFile, Span, read_source, source_from_text
 from ..syntax import ast
 from ..syntax.parser import parse
 
@@ -65,8 +68,9 @@ MAX_IMPORT_DEPTH = 32
 
 
 class _Loader:
-    def __init__(self, main_path: Path, sink: dx.Sink) -> None:
+    def __init__(self, main_path: Path, sink: dx.Sink, texts: Mapping[Path, str] | None = None) -> None:
         self.sink = sink
+        self.texts = {p.resolve(): t for p, t in (texts or {}).items()}
         self.root = main_path.resolve().parent
         self.stdlib = stdlib_root().resolve()
         self.loaded: dict[Path, ast.Module | None] = {}
@@ -93,7 +97,10 @@ class _Loader:
         if real in self.loaded:
             return self.loaded[real]
         is_std = real.is_relative_to(self.stdlib)
-        file, problem, detail = read_source(Path(STDIN) if real == self.stdin else real, shown, is_stdlib=is_std)
+        if real in self.texts:
+            file, problem, detail = source_from_text(self.texts[real], shown, is_stdlib=is_std)
+        else:
+            file, problem, detail = read_source(Path(STDIN) if real == self.stdin else real, shown, is_stdlib=is_std)
         if problem is not None:
             code = _LOAD_CODES[problem]
             span = at if at is not None else (Span(file, 0, 0) if file is not None else None)
@@ -155,7 +162,7 @@ class _Loader:
                      "under the directory of the plan being compiled (`\"./gpus\"`)",
             ))
             return
-        if not target.is_file():
+        if not target.is_file() and target not in self.texts:
             self.sink.add(dx.IMPORT_NOT_FOUND.at(
                 stmt.path_span, "no such plan", path=stmt.path, help=self._import_help(stmt.path, relative),
             ))
@@ -174,12 +181,13 @@ class _Loader:
         return "stdlib plans: " + ", ".join(f"`{k}`" for k in known[:12])
 
 
-def load_program(path: Path, sink: dx.Sink, shown: str | None = None) -> Program | None:
+def load_program(path: Path, sink: dx.Sink, shown: str | None = None,
+                 texts: Mapping[Path, str] | None = None) -> Program | None:
     """`path` `-` reads the main plan from standard input (shown as `<stdin>`); its relative
     imports are resolved from the current directory."""
     if str(path) == STDIN and shown in (None, STDIN):
         shown = "<stdin>"
-    loader = _Loader(path, sink)
+    loader = _Loader(path, sink, texts)
     stdlib = loader.stdlib
     prelude = stdlib / f"{PRELUDE}.plan"
     if path.resolve() != prelude:
