@@ -39,6 +39,9 @@ Contract
     than `MAX_SHOWN_TEXT` is cut with `…`.
   * A diagnostic without a primary label is just its header plus help and notes; its
     secondary labels are not shown.
+  * `stdlib_lines=False` names a snippet in the stdlib by its file and the text shown, without
+    line and column numbers (nor do they widen the gutter): the form of the golden cases and
+    the error pages, which a physics edit that moves a stdlib line would otherwise change.
   * `color=True` adds ANSI escapes: `error[...]`/`warning[...]` and the primary carets in
     bold red/yellow, the gutter (line numbers, `|`, `-->`, `:::`, `=`) and secondary marks
     in bold blue. Without it the output contains no escapes.
@@ -106,11 +109,11 @@ _SEVERITY_COLORS = {Severity.ERROR: _BOLD_RED, Severity.WARNING: _BOLD_YELLOW}
 # --- public API ----------------------------------------------------------------------------
 
 
-def render_human(diags: Sequence[Diagnostic], *, color: bool = False) -> str:
+def render_human(diags: Sequence[Diagnostic], *, color: bool = False, stdlib_lines: bool = True) -> str:
     """rustc-style blocks for every diagnostic plus a summary line (see module docstring)."""
     if not diags:
         return ""
-    blocks = [_render_block(d, _Style(color, _SEVERITY_COLORS[d.severity])) for d in diags]
+    blocks = [_render_block(d, _Style(color, _SEVERITY_COLORS[d.severity], stdlib_lines)) for d in diags]
     return "\n\n".join([*blocks, _summary(diags)]) + "\n"
 
 
@@ -141,6 +144,10 @@ class _Style:
 
     color: bool
     accent: str
+    stdlib_lines: bool = True  # False: a stdlib snippet is named by its file and its text alone
+
+    def numbered(self, file: SourceFile) -> bool:
+        return self.stdlib_lines or not file.is_stdlib
 
     def paint(self, text: str, code: str) -> str:
         if not self.color or not text:
@@ -186,8 +193,8 @@ def _plan_snippets(primary: Label, secondary: Sequence[Label]) -> list[_Snippet]
     return [first, *(_Snippet(":::", label.span, (_Mark(label, False),)) for label in far)]
 
 
-def _gutter_width(snippets: Sequence[_Snippet]) -> int:
-    return max((len(str(line)) for s in snippets for line in s.lines()), default=1)
+def _gutter_width(snippets: Sequence[_Snippet], style: _Style) -> int:
+    return max((len(str(line)) for s in snippets if style.numbered(s.anchor.file) for line in s.lines()), default=1)
 
 
 # --- human form: text ----------------------------------------------------------------------
@@ -195,7 +202,7 @@ def _gutter_width(snippets: Sequence[_Snippet]) -> int:
 
 def _render_block(diag: Diagnostic, style: _Style) -> str:
     snippets = _plan_snippets(diag.primary, diag.secondary) if diag.primary else []
-    width = _gutter_width(snippets)
+    width = _gutter_width(snippets, style)
     rows = [_header(diag, style)]
     for index, snippet in enumerate(snippets):
         if index:
@@ -214,8 +221,9 @@ def _empty_gutter(width: int, style: _Style) -> str:
 
 
 def _render_snippet(snippet: _Snippet, width: int, style: _Style) -> list[str]:
+    where = snippet.anchor.location() if style.numbered(snippet.anchor.file) else snippet.anchor.file.path
     rows = [
-        f"{' ' * width}{style.gutter(snippet.intro)} {terminal_safe(snippet.anchor.location(), newlines=False)}",
+        f"{' ' * width}{style.gutter(snippet.intro)} {terminal_safe(where, newlines=False)}",
         _empty_gutter(width, style),
     ]
     for line in snippet.lines():
@@ -245,7 +253,7 @@ def _source_row(file: SourceFile, line: int, width: int, style: _Style, window: 
         text = _ELLIPSIS + text
     if end < len(full):
         text += _ELLIPSIS
-    gutter = style.gutter(f"{line:>{width}} |")
+    gutter = style.gutter(f"{line if style.numbered(file) else '':>{width}} |")
     return f"{gutter} {text}" if text else gutter
 
 

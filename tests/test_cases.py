@@ -9,7 +9,9 @@
   never match an annotation, so such an error always fails the case). The compilation must
   not be `ok` and must exit with code 2.
 - Next to every `err` case, `<name>.expected` holds the full `render_human` output, rendered
-  with paths relative to `tests/cases`. Run with `PLAN_UPDATE_GOLDENS=1` to rewrite them, then
+  with paths relative to `tests/cases` and stdlib snippets named by file and text without
+  line numbers (`stdlib_lines=False`), so that a physics edit that moves a stdlib line does
+  not rewrite the goldens of every case that cites a stdlib rule. Run with `PLAN_UPDATE_GOLDENS=1` to rewrite them, then
   review the diff by eye: the messages, carets and help lines are what a user reads.
 - Files inside further subdirectories (`imports/err/cycle/`, `imports/ok/lib/`) are imported by
   cases, never cases themselves.
@@ -161,7 +163,7 @@ def test_err_case_golden(path: Path) -> None:
     # A case whose errors are wrong (a known bug) fails here before its golden is written.
     assert actual_errors(compilation.diagnostics, _rel(path)) == expected_errors(path)
     assert compilation.exit_code == 2
-    rendered = render_human(compilation.diagnostics)
+    rendered = render_human(compilation.diagnostics, stdlib_lines=False)
     golden = path.with_suffix(".expected")
     if UPDATE:
         golden.write_text(rendered, encoding="utf-8")

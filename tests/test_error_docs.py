@@ -5,7 +5,8 @@ A page is `# <CODE>: <title>`, a paragraph, then `## Example`, `## What the comp
 `example.plan` in a temporary directory and must produce the page's code; the first ```plan
 block under `## Fix` (on any page) must compile without errors (warnings allowed). The ```text
 block under `## What the compiler says` must be exactly what the compiler prints for the
-example — for the file-level codes (E0001-E0007, and E0210, which needs several files) the situation the page describes is recreated
+example (with stdlib snippets named by file and text, without line numbers, as in the golden
+cases) — for the file-level codes (E0001-E0007, and E0210, which needs several files) the situation the page describes is recreated
 here. For the `plan import-hf` codes (E06xx) the example is a ```json block, imported as
 `config.json`; a ```json block under `## Fix` must import, and the plan it gives must compile.
 `PLAN_UPDATE_GOLDENS=1` rewrites those output blocks in place, like the golden cases.
@@ -203,7 +204,7 @@ def test_page_shows_what_the_compiler_says(
 
     shown = first_block(text, "## What the compiler says", "text")
     assert shown is not None, "`## What the compiler says` needs a ```text block"
-    rendered = render_human(compilation.diagnostics)
+    rendered = render_human(compilation.diagnostics, stdlib_lines=False)
     if UPDATE and shown.group("body") != rendered:
         text = text[: shown.start("body")] + rendered + text[shown.end("body") :]
         path.write_text(text, encoding="utf-8")

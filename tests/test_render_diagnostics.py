@@ -100,6 +100,30 @@ def test_secondary_in_another_file_gets_its_own_snippet() -> None:
     assert render_human([diag]) == expected
 
 
+def test_without_stdlib_lines_a_stdlib_snippet_is_named_by_file_and_text() -> None:
+    """The form of the goldens: a stdlib line that moves changes nothing, nor does a stdlib
+    line number wider than the plan's widen the gutter; the plan's own lines keep theirs."""
+    kinds = SourceFile("stdlib/kinds.plan", "\n" * 120 + "  input layers: count\n", is_stdlib=True)
+    diag = unknown_layres(Label(span_of(kinds, "layers"), "a similar name is declared here"))
+    expected = (
+        "error[E0201]: unknown name `layres`\n"
+        "  --> plans/x.plan:12:12\n"
+        "   |\n"
+        "12 |   params = layres * 2\n"
+        "   |            ^^^^^^ not declared\n"
+        "   |\n"
+        "  ::: stdlib/kinds.plan\n"
+        "   |\n"
+        "   |   input layers: count\n"
+        "   |         ------ a similar name is declared here\n"
+        "   = help: did you mean `layers`?\n"
+        "\n"
+        "plan: 1 error\n"
+    )
+    assert render_human([diag], stdlib_lines=False) == expected
+    assert "  ::: stdlib/kinds.plan:121:9\n" in render_human([diag])  # what the terminal shows
+
+
 def test_nearby_secondary_in_same_file_shares_the_snippet() -> None:
     src = SourceFile("p.plan", "let a = 1\nlet b = 2\nlet c = 3\nlet a = 4\n")
     first = Label(span_of(src, "a"), "first declared here")
