@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 from planc.pipeline import Compilation
-from planc.semantics.elaborate import suggestion
+from planc.semantics.values import suggestion
 
 FIELDS = ["tensor_parallel", "tpot", "tpot_slo", "kv", "kv_budget", "kv_bytes_per_token", "batch", "layers",
           "norms_per_layer", "pipeline_parallel"]

@@ -26,8 +26,9 @@ from typing import Any
 from .. import diagnostics as dx
 from ..lower import EvalError, Lowered, evaluate, is_whole, lower
 from ..semantics import ir
-from ..semantics.elaborate import elaborate, elaborate_expr, static_key
+from ..semantics.elaborate import elaborate, elaborate_expr
 from ..semantics.resolve import Program
+from ..semantics.values import static_key
 from ..syntax import ast
 from .graph import within
 from .literals import (
@@ -68,7 +69,7 @@ class SolverBase:
         if any(not s.indexed for s in steps[2:]) or (node_id not in self.nodes and node_id not in self.base.elaborated.statics):
             fields = sorted({n.split(".", 1)[1].split("[", 1)[0] for n in (*self.nodes, *self.base.elaborated.statics)
                              if n.split(".", 1)[0] == steps[0].name and "@" not in n})
-            from ..semantics.elaborate import suggestion
+            from ..semantics.values import suggestion
 
             near = suggestion(field_name, fields, []) if len(steps) == 2 else None
             if subject is not None and len(subject.steps) > 1:  # `sweep chat.devices over chat.batch in ...`
