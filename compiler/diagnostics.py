@@ -142,6 +142,7 @@ IMPORT_OUTSIDE = Code("E0206", "import outside allowed roots", "import `{path}` 
 IMPORT_CYCLE = Code("E0207", "import cycle", "import cycle: {cycle}")
 NOT_A_KIND = Code("E0208", "not a kind", "`{name}` is not a kind")
 IMPORT_TOO_DEEP = Code("E0210", "imports nested too deeply", "imports are nested more than {limit} deep")
+BAD_FIGURE = Code("E0212", "bad figure declaration", "{message}")
 RESTATED = Code("W0211", "restated formula", "`{name}` restates the formula of `{other}` in kind `{kind}`", W)
 BAD_BASE = Code("E0209", "bad base instance", "`{name}` cannot be the base of a `{kind}`: {reason}")
 # Types and units

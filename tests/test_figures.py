@@ -186,3 +186,80 @@ def test_point_labels_do_not_overlap() -> None:
         assert all(_overlap(box, other) == 0 for other in boxes[k + 1:])
     for x, y in ax.transData.transform(list(zip(xs, ys))):  # no label covers a point's centre
         assert not any(b.contains(x, y) for b in boxes)
+
+
+# ---- the contract between the physics and the figures (compiler/figure_roles.py) ----------
+
+
+def test_every_declarable_figure_has_a_drawing_and_every_drawing_a_declaration() -> None:
+    from planc.figure_roles import FIGURES
+    from planc.report import figures
+
+    assert set(figures._DECLARED) == set(FIGURES)
+
+
+def test_the_figures_module_names_no_field_of_any_kind() -> None:
+    """The report draws from the quantities a kind's `figure` names, never a field by name: no
+    node id is built or matched in figures.py (`f"{inst}.tpot"`, `"chat.batch"`, a suffix such as
+    `".max_context"`) for any field of the stdlib's kinds."""
+    from planc.semantics.resolve import stdlib_root
+
+    source = (REPO / "compiler" / "report" / "figures.py").read_text(encoding="utf-8")
+    fields = set()
+    for path in (stdlib_root() / "kinds").glob("*.plan"):
+        fields |= set(re.findall(r"^\s*(?:input|spec|derive)\s+(\w+)", path.read_text(encoding="utf-8"), re.M))
+    assert {"tpot", "batch", "ridge_point", "memory_bandwidth", "max_context"} <= fields
+    ids = re.findall(r"[\"'][^\"'\n]*[}\w]?\.(\w+)[\"']", source)  # `.field` at the end of a string
+    assert sorted({f for f in ids if f in fields}) == []
+
+
+def test_the_deployment_declares_its_four_figures_from_its_own_quantities(flagship: Compilation) -> None:
+    declared = [(f.instance, f.name) for f in flagship.lowered.elaborated.figures]
+    assert declared == [("chat", "roofline"), ("chat", "memory_batch"), ("chat", "memory_context"),
+                        ("chat", "latency_throughput")]
+    roofline = flagship.lowered.elaborated.figures[0]
+    assert dict(roofline.roles)["peak"] == "chat.compute_flops"
+    assert dict(roofline.roles)["bandwidth"] == "h100_sxm.memory_bandwidth"  # the deployment's hardware
+    assert dict(roofline.texts) == {"compute_class": "fp8"}  # the compute class of its weights
+
+
+LINK = """
+kind link {{
+  input bandwidth: B/s
+  input size: B = 1 GB
+  derive transfer: s = size / bandwidth
+  derive rate: B/s = size / transfer
+  {figure}
+}}
+link uplink {{ bandwidth = 50 GB/s }}
+"""
+
+
+@pytest.mark.parametrize(("figure", "code", "text", "help"), [
+    ("figure latency_thruput { batch = size; tpot = transfer; rate = rate }", "E0212", "latency_thruput",
+     "did you mean `latency_throughput`?"),
+    ("figure latency_throughput { batch = size; tpot = transfer; rate = rate; speed = rate }", "E0212", "speed",
+     "its roles: `batch`, `tpot`, `rate`, `tpot_worst`, `headroom`"),
+    ("figure latency_throughput { batch = size; tpot = transfer }", "E0212", "latency_throughput", "`rate = ...`"),
+    # a field the figure is declared from, renamed or gone: an error at the role, not a vanished figure
+    ("figure latency_throughput { batch = size; tpot = transfer_time; rate = rate }", "E0201", "transfer_time",
+     "did you mean `transfer`?"),
+    ("figure latency_throughput { batch = size; tpot = 2 * transfer; rate = rate }", "E0303", "2 * transfer",
+     "names one quantity"),
+    ("figure roofline { peak = rate; ridge = rate; compute_class = transfer }", "E0303", "transfer",
+     "names one value"),
+])
+def test_a_bad_figure_declaration_is_an_error_at_its_place(compile_text: Callable[[str], Compilation], figure: str,
+                                                            code: str, text: str, help: str) -> None:
+    compilation = compile_text(LINK.format(figure=figure))
+    assert not compilation.ok and compilation.exit_code == 2
+    (found,) = [d for d in compilation.diagnostics if d.is_error]
+    assert (found.code, found.primary.span.text) == (code, text)
+    assert help in (found.help or "")
+
+
+@needs_matplotlib
+def test_a_kind_of_the_plans_own_gets_the_figures_it_declares(compile_text: Callable[[str], Compilation]) -> None:
+    compilation = compile_text(LINK.format(figure="figure latency_throughput { batch = size; tpot = transfer; rate = rate }"))
+    assert compilation.ok
+    assert [f.name for f in build_figures(compilation)] == ["uplink-latency-throughput"]

@@ -7,12 +7,14 @@ Contract
   the generic `sans-serif` after it, so a reader can select and search it and the PDF sets it
   with the font engine rather than outlines; no external references, no URLs other than the
   SVG namespace declarations).
-- For every instance of kind `deployment` (detected by its nodes `<inst>.decode_intensity`
-  and `<inst>.memory_per_device`): a roofline with the decode and prefill operating points;
-  memory per device stacked over batch and over context, with the usable memory and the
-  out-of-memory boundary; latency against throughput over batch 1..512 with the TPOT SLO of
-  the plan's checks. The curves are the plan's own node graph re-evaluated with
-  `vector.evaluate_many` (points where it is undefined are dropped), never a re-derivation.
+- For every `figure` a kind declares, for each of its instances (`Elaborated.figures`), in
+  declaration order: the figure of that name (`compiler/figure_roles.py`) drawn from the
+  quantities its roles name, and nothing else — this module knows no field of any kind. The
+  stdlib's deployment declares a roofline with the decode and prefill operating points; memory
+  per device stacked over batch and over context, with the usable memory and the out-of-memory
+  boundary; latency against throughput over batch 1..512 with the TPOT SLO of the plan's
+  checks. The curves are the plan's own node graph re-evaluated with `vector.evaluate_many`
+  (points where it is undefined are dropped), never a re-derivation.
 - From the answers: a tornado chart for each `solve.Sensitivity` (the 8 largest
   elasticities) and a Pareto scatter for each search whose `pareto` is non-empty.
 - Output is byte-identical across runs: `svg.hashsalt` fixed, no date or creator metadata.
@@ -75,9 +77,8 @@ def build_figures(compilation: Any) -> list[Figure]:
     plan = _Plan(lowered.elaborated, lowered.values)
     out: list[Figure] = []
     with matplotlib.rc_context(_RC):
-        for inst in plan.deployments():
-            for draw in (_roofline, _memory_vs_batch, _memory_vs_context, _latency_throughput):
-                out += _drawn(draw, plan, inst)
+        for declared in plan.el.figures:
+            out += _drawn(_DECLARED[declared.name], plan, _Roles(declared))
         uncertainty = getattr(compilation, "uncertainty", None)
         if uncertainty is not None:
             out += _drawn(_ranges, lowered, uncertainty)
@@ -98,7 +99,7 @@ def has_figures(compilation: Any) -> bool:
     lowered = getattr(compilation, "lowered", None)
     if lowered is None:
         return False
-    return bool(_Plan(lowered.elaborated, lowered.values).deployments()
+    return bool(lowered.elaborated.figures
                 or getattr(compilation, "uncertainty", None) is not None
                 or getattr(compilation, "sensitivities", None)
                 or any(getattr(a, "kind", None) == "search" and getattr(a, "pareto", None)
@@ -120,13 +121,6 @@ class _Plan:
         self.el = elaborated
         self.values = values
         self.nodes = elaborated.nodes
-
-    def deployments(self) -> list[str]:
-        return [i for i in dict.fromkeys(self.el.instances)
-                if f"{i}.decode_intensity" in self.nodes and f"{i}.memory_per_device" in self.nodes]
-
-    def has(self, *ids: str) -> bool:
-        return all(i in self.nodes for i in ids)
 
     def value(self, node_id: str) -> float:
         try:
@@ -157,35 +151,10 @@ class _Plan:
                 out[t] = np.array(np.broadcast_to(np.asarray(raw, dtype=float), points.shape))
         return out
 
-    def dependency(self, node_id: str, suffix: str) -> str | None:
-        node = self.nodes.get(node_id)
-        return next((d for d in node.deps if d.endswith(suffix)), None) if node is not None else None
-
-    def upstream(self, node_id: str) -> list[str]:
-        """Every node `node_id` reads, transitively, in the plan's topological order."""
-        seen = ir.upstream_of(self.el, [node_id])
-        return [n for n in self.el.order if n in seen]
-
-    def max_context(self, inst: str) -> str | None:
-        """The model's `max_context`: the one the instance's requirements compare its context
-        with, else the one owned by a model the KV cache of a sequence is computed from."""
-        for req in self.el.requirements:
-            if req.instance == inst:
-                for ref in _refs(req.expr):
-                    if ref.endswith(".max_context") and ref in self.nodes:
-                        return ref
-        for n in self.upstream(f"{inst}.kv_layer_tokens") + self.upstream(f"{inst}.kv_bytes_per_token"):
-            owner = self.nodes[n].owner
-            if owner and owner != inst and f"{owner}.max_context" in self.nodes:
-                return f"{owner}.max_context"
-        candidates = sorted(n for n in self.nodes if n.endswith(".max_context"))
-        return candidates[0] if len(candidates) == 1 else None
-
-    def slos(self, inst: str, fields: tuple[str, ...], swept: str = "batch") -> list[tuple[str, float, str]]:
-        """(node, bound, check label) for each check `<inst>.<field> <= bound` (either way round)
-        whose bound does not move with the swept field: a constant, or quantities such as an
-        SLO input (`<= chat.tpot_slo`), evaluated at the plan's values."""
-        wanted = {f"{inst}.{f}" for f in fields}
+    def slos(self, wanted: set[str], swept: str) -> list[tuple[str, float, str]]:
+        """(node, bound, check label) for each check `<node> <= bound` (either way round) of a
+        node in `wanted` whose bound does not move with the node `swept`: a constant, or
+        quantities such as an SLO input (`<= chat.tpot_slo`), evaluated at the plan's values."""
         out = []
         for check in self.el.checks:
             e = check.expr
@@ -195,12 +164,28 @@ class _Plan:
             subject, bound = (left, right) if e.op in ("<", "<=") else (right, left)
             if not (isinstance(subject, ir.Ref) and subject.node in wanted):
                 continue
-            if f"{inst}.{swept}" in ir.upstream_of(self.el, _refs(bound)):
+            if swept in ir.upstream_of(self.el, _refs(bound)):
                 continue
             value = _constant(bound, self.values)
             if value is not None and math.isfinite(value):
                 out.append((subject.node, value, check.label or " ".join(check.span.text.split())))
         return out
+
+
+class _Roles:
+    """One declared figure of one instance: the node each role names (`node`, None when an
+    optional role is not given) and the names of its static roles (`text`)."""
+
+    def __init__(self, declared: ir.Figure) -> None:
+        self.inst = declared.instance
+        self.nodes = dict(declared.roles)
+        self.texts = dict(declared.texts)
+
+    def node(self, role: str) -> str | None:
+        return self.nodes.get(role)
+
+    def __getitem__(self, role: str) -> str:  # a required role: the elaborator checked it is given
+        return self.nodes[role]
 
 
 def _refs(e: ir.Expr) -> list[str]:
@@ -320,25 +305,19 @@ def _int_text(x: float) -> str:
 # ---- deployment figures -------------------------------------------------------------------
 
 
-def _roofline(plan: _Plan, inst: str) -> Figure | None:
+def _roofline(plan: _Plan, roles: _Roles) -> Figure | None:
     import numpy as np
 
-    peak_id, ridge_id = f"{inst}.compute_flops", f"{inst}.ridge_point"
-    if not plan.has(peak_id, ridge_id):
-        return None
+    inst, peak_id, ridge_id, bw_id = roles.inst, roles["peak"], roles["ridge"], roles.node("bandwidth")
     peak, ridge = plan.value(peak_id), plan.value(ridge_id)
-    bw_id = plan.dependency(ridge_id, ".memory_bandwidth")
     bandwidth = plan.value(bw_id) if bw_id else peak / ridge
     if not all(math.isfinite(v) and v > 0 for v in (peak, ridge, bandwidth)):
         return None
     hardware = plan.nodes[bw_id].owner if bw_id else "the accelerator"
-    peak_dep = plan.dependency(peak_id, "]")
-    compute_class = peak_dep[peak_dep.rindex("[") + 1:-1] if peak_dep and "[" in peak_dep else None
+    compute_class = roles.texts.get("compute_class")
     at_class = f" at {compute_class}" if compute_class else ""
     ai_dim, flops_dim = plan.dim(ridge_id), plan.dim(peak_id)
-    points = [(label, plan.value(f"{inst}.{field}"))
-              for label, field in (("decode", "decode_intensity"), ("prefill", "prefill_intensity"))
-              if f"{inst}.{field}" in plan.nodes]
+    points = [(label, plan.value(node)) for label in ("decode", "prefill") if (node := roles.node(label)) is not None]
     points = [(label, ai) for label, ai in points if math.isfinite(ai) and ai > 0]
     lo = min([ridge, *(ai for _, ai in points)]) / 10
     hi = max([ridge, *(ai for _, ai in points)]) * 10
@@ -377,14 +356,10 @@ def _roofline(plan: _Plan, inst: str) -> Figure | None:
     return _finish(fig, f"{slug(inst)}-roofline", title, caption)
 
 
-_MEMORY_PARTS = (
-    ("weight_bytes_per_device", "weights", _BLUE),
-    ("runtime_overhead", "runtime overhead", _ORANGE),
-    ("kv_bytes_per_device", "KV cache", _GREEN),
-)
+_MEMORY_PARTS = (("weights", "weights", _BLUE), ("overhead", "runtime overhead", _ORANGE), ("kv", "KV cache", _GREEN))
 
 
-def _memory_stack(plan: _Plan, inst: str, swept: str, points: Any, title: str,
+def _memory_stack(plan: _Plan, roles: _Roles, swept: str, points: Any, title: str,
                   xlabel: str, marker: float, marker_text: str, log_x: bool, integer: bool,
                   oom_text: Any) -> tuple[Any, str] | None:
     """The stacked memory figure over one input; returns (figure, out-of-memory text or "").
@@ -392,10 +367,8 @@ def _memory_stack(plan: _Plan, inst: str, swept: str, points: Any, title: str,
     the last point that fits and the first that does not."""
     import numpy as np
 
-    parts = [(f"{inst}.{f}", label, color) for f, label, color in _MEMORY_PARTS if f"{inst}.{f}" in plan.nodes]
-    usable_id = f"{inst}.usable_memory"
-    if len(parts) < 2 or usable_id not in plan.nodes or swept not in plan.nodes:
-        return None
+    parts = [(roles[role], label, color) for role, label, color in _MEMORY_PARTS]
+    usable_id = roles["usable"]
     values = plan.sweep(swept, points, [p[0] for p in parts] + [usable_id])
     x = np.asarray(points, dtype=float)
     stack = np.vstack([values[p[0]] for p in parts])
@@ -480,20 +453,20 @@ def _null_formatter() -> Any:
     return NullFormatter()
 
 
-def _memory_vs_batch(plan: _Plan, inst: str) -> Figure | None:
+def _memory_vs_batch(plan: _Plan, roles: _Roles) -> Figure | None:
     import numpy as np
 
-    batch_id = f"{inst}.batch"
+    inst, batch_id, context_id, max_id = roles.inst, roles["batch"], roles["context"], roles.node("max_batch")
     batch = plan.value(batch_id)
     if not math.isfinite(batch):
         return None
-    max_batch = plan.value(f"{inst}.max_batch")
+    max_batch = plan.value(max_id) if max_id else math.nan
     top = max(batch, max_batch) if math.isfinite(max_batch) else batch
     top = int(min(max(2, math.ceil(2 * top)), 1_000_000))
     title = f"{inst}: memory per device vs batch"
-    context = plan.value(f"{inst}.context")
-    at = f" at {_q(context, plan.dim(f'{inst}.context'))} of context" if math.isfinite(context) else ""
-    drawn = _memory_stack(plan, inst, batch_id, np.arange(1, top + 1, dtype=float), title,
+    context = plan.value(context_id)
+    at = f" at {_q(context, plan.dim(context_id))} of context" if math.isfinite(context) else ""
+    drawn = _memory_stack(plan, roles, batch_id, np.arange(1, top + 1, dtype=float), title,
                           "batch (sequences per replica)", batch, f"plan: batch {_int_text(batch)}", log_x=False,
                           integer=True, oom_text=lambda edge: f"out of memory from batch {_int_text(edge)}")
     if drawn is None:
@@ -505,12 +478,11 @@ def _memory_vs_batch(plan: _Plan, inst: str) -> Figure | None:
     return _finish(fig, f"{slug(inst)}-memory-batch", title, caption)
 
 
-def _memory_vs_context(plan: _Plan, inst: str) -> Figure | None:
+def _memory_vs_context(plan: _Plan, roles: _Roles) -> Figure | None:
     import numpy as np
 
-    context_id = f"{inst}.context"
+    inst, context_id, max_id = roles.inst, roles["context"], roles.node("max_context")
     context = plan.value(context_id)
-    max_id = plan.max_context(inst)
     high = plan.value(max_id) if max_id else math.nan
     if not math.isfinite(high) or high <= 0:
         high = 16 * context if math.isfinite(context) and context > 0 else math.nan
@@ -519,10 +491,10 @@ def _memory_vs_context(plan: _Plan, inst: str) -> Figure | None:
     low = min(1024.0, high / 8)
     points = np.unique(np.concatenate([np.round(np.geomspace(low, high, 240)),
                                        [context] if math.isfinite(context) and low <= context <= high else []]))
-    batch = plan.value(f"{inst}.batch")
+    batch = plan.value(roles["batch"])
     title = f"{inst}: memory per device vs context"
     context_dim = plan.dim(context_id)
-    drawn = _memory_stack(plan, inst, context_id, points, title, f"context ({context_dim}, log scale)", context,
+    drawn = _memory_stack(plan, roles, context_id, points, title, f"context ({context_dim}, log scale)", context,
                           f"plan: context {_q(context, context_dim)}", log_x=True, integer=False,
                           oom_text=lambda edge: f"out of memory beyond ≈ {_q(round(edge), context_dim)}")
     if drawn is None:
@@ -536,15 +508,12 @@ def _memory_vs_context(plan: _Plan, inst: str) -> Figure | None:
     return _finish(fig, f"{slug(inst)}-memory-context", title, caption)
 
 
-def _latency_throughput(plan: _Plan, inst: str) -> Figure | None:
+def _latency_throughput(plan: _Plan, roles: _Roles) -> Figure | None:
     import numpy as np
 
-    batch_id, tpot_id, worst_id = f"{inst}.batch", f"{inst}.tpot", f"{inst}.tpot_worst"
-    rate_id = f"{inst}.replica_output_tokens_per_s"
-    if not plan.has(batch_id, tpot_id, rate_id):
-        return None
+    inst, batch_id, tpot_id, rate_id = roles.inst, roles["batch"], roles["tpot"], roles["rate"]
+    worst_id, headroom_id = roles.node("tpot_worst") or "", roles.node("headroom") or ""  # "" names no node: NaN
     batches = np.array(LATENCY_BATCHES, dtype=float)
-    headroom_id = f"{inst}.memory_headroom"
     values = plan.sweep(batch_id, batches, [tpot_id, worst_id, rate_id, headroom_id])
     rate, tpot, worst, headroom = values[rate_id], values[tpot_id], values[worst_id], values[headroom_id]
     keep = np.isfinite(rate) & np.isfinite(tpot) & (rate > 0)
@@ -553,7 +522,7 @@ def _latency_throughput(plan: _Plan, inst: str) -> Figure | None:
     fits = ~(headroom < 0)  # NaN headroom (no such node) counts as fitting
     time_dim, rate_dim = plan.dim(tpot_id), plan.dim(rate_id)
     base_tpot, base_rate, batch = plan.value(tpot_id), plan.value(rate_id), plan.value(batch_id)
-    slos = plan.slos(inst, ("tpot", "tpot_worst"))
+    slos = plan.slos({tpot_id, worst_id}, batch_id)
     tscale, tunit = _unit(float(np.nanmax(np.concatenate([tpot[keep], worst[keep & np.isfinite(worst)],
                                                           [s[1] for s in slos]]))), time_dim)
 
@@ -594,6 +563,11 @@ def _latency_throughput(plan: _Plan, inst: str) -> Figure | None:
 
 
 # ---- answer figures -----------------------------------------------------------------------
+
+
+# every figure of compiler/figure_roles.py, by name (tests/test_figures.py checks they agree)
+_DECLARED = {"roofline": _roofline, "memory_batch": _memory_vs_batch, "memory_context": _memory_vs_context,
+             "latency_throughput": _latency_throughput}
 
 
 def _tornado(sensitivity: Any) -> Figure | None:

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from .. import diagnostics as dx
+from ..figure_roles import FIGURES
 from ..source import Span
 from ..syntax import ast
 from . import ir
@@ -123,9 +124,38 @@ class Declarations:
             kind.requires.extend(parent.requires)
             kind.findings.extend(parent.findings)
             kind.levers.extend(parent.levers)
+            kind.figures.extend(parent.figures)
         self._collect_items(kind, decl.items, None)
         self.kinds[name] = kind
         return kind
+
+    def _figure_declared(self, decl: ast.FigureDecl) -> bool:
+        """A figure the report can draw, with every role it needs and none it does not know."""
+        figure = FIGURES.get(decl.name)
+        if figure is None:
+            close = suggestion(decl.name, list(FIGURES), [])
+            self.sink.add(dx.BAD_FIGURE.at(
+                decl.name_span, "no such figure", message=f"the report draws no figure `{decl.name}`",
+                help=(f"did you mean `{close}`? " if close else "") + "figures: " + ", ".join(f"`{f}`" for f in FIGURES)))
+            return False
+        ok = True
+        for role in decl.roles:
+            if role.name not in figure.roles:
+                close = suggestion(role.name, list(figure.roles), [])
+                self.sink.add(dx.BAD_FIGURE.at(
+                    role.name_span, "no such role", message=f"figure `{decl.name}` has no role `{role.name}`",
+                    help=(f"did you mean `{close}`? " if close else "") + "its roles: "
+                    + ", ".join(f"`{r}`" for r in figure.roles)))
+                ok = False
+        given = {r.name for r in decl.roles}
+        missing = [r for r in figure.required if r not in given]
+        if missing:
+            self.sink.add(dx.BAD_FIGURE.at(
+                decl.name_span, "roles missing", message=f"figure `{decl.name}` needs "
+                + ", ".join(f"`{r}`" for r in missing),
+                help="name the quantity for each: " + "; ".join(f"`{r} = ...` ({figure.required[r]})" for r in missing)))
+            ok = False
+        return ok
 
     def _kind_names(self) -> Iterator[str]:
         return (n for n, d in self.program.names.items() if isinstance(d, ast.KindDecl))
@@ -140,6 +170,9 @@ class Declarations:
                 kind.findings.append((item, section))
             elif isinstance(item, ast.LeverDecl):
                 kind.levers.append(item)
+            elif isinstance(item, ast.FigureDecl):
+                if self._figure_declared(item):
+                    kind.figures.append(item)
             else:
                 previous = kind.fields.get(item.name)
                 if previous is not None and previous.owner == kind.name:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import diagnostics as dx
+from ..figure_roles import FIGURES
 from ..source import Span
 from ..syntax import ast
 from . import ir
@@ -144,6 +145,9 @@ class Elaborator(Expressions):
                 self._finding(inst, finding, section)
             for lever in inst.kind.levers:
                 self._lever(inst, lever)
+            if not inst.abstract:
+                for figure in inst.kind.figures:
+                    self._figure(inst, figure)
 
     def _finding(self, inst: Instance, decl: ast.FindingDecl, section: str | None) -> None:
         """A kind's `finding`, for one instance: its condition a verdict, each hole a quantity."""
@@ -153,6 +157,28 @@ class Elaborator(Expressions):
         parts = self._holes(decl.parts, inst)
         if cond is not None and cond is not False and parts is not None:
             self.out.findings.append(ir.Finding(inst.name, cond, parts, decl.span, section or ""))
+
+    def _figure(self, inst: Instance, decl: ast.FigureDecl) -> None:
+        """A kind's `figure`, for one instance: each role a quantity of it (or, for a static
+        role, an enumeration member)."""
+        static = FIGURES[decl.name].static
+        roles, texts = [], []
+        for role in decl.roles:
+            value = self.expr(role.value, inst)
+            if role.name in static and isinstance(value, ir.EnumValue):
+                texts.append((role.name, value.member.name))
+            elif role.name not in static and isinstance(value, ir.Ref):
+                roles.append((role.name, value.node))
+            elif value is not None:
+                expected = "an enumeration value" if role.name in static else "a field of the instance"
+                self.sink.add(dx.WRONG_TYPE.at(role.value.span, "not what the figure reads", expected=expected,
+                                               found=describe(value),
+                                               help=f"a figure's role names one {'value' if role.name in static else 'quantity'}: "
+                                                    f"`{role.name} = some_field`"))
+                return
+            else:
+                return
+        self.out.figures.append(ir.Figure(inst.name, decl.name, tuple(roles), tuple(texts), decl.span))
 
     def _lever(self, inst: Instance | None, decl: ast.LeverDecl) -> None:
         """A lever of a kind, for one instance (its fields by name), or of the plan (paths to

@@ -157,6 +157,18 @@ class Lever:
 
 
 @dataclass(frozen=True, slots=True)
+class Figure:
+    """A kind's `figure`, for one instance: what to draw (`compiler/figure_roles.py`) and the
+    node each role names, or for a static role the member's name."""
+
+    instance: str
+    name: str
+    roles: tuple[tuple[str, str], ...]  # role → node id
+    texts: tuple[tuple[str, str], ...]  # static role → its value's name
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class Check:
     expr: Expr
     label: str | None
@@ -171,6 +183,7 @@ class Elaborated:
     advisories: list[Requirement] = field(default_factory=list)  # `advise`: a warning when it fails
     findings: list[Finding] = field(default_factory=list)  # `finding`: stated in the report when it holds
     levers: list[Lever] = field(default_factory=list)  # `lever`: priced against the plan by the solve stage
+    figures: list[Figure] = field(default_factory=list)  # `figure`: drawn by the report for each instance
     checks: list[Check] = field(default_factory=list)
     summary: list[Expr] = field(default_factory=list)
     instances: list[str] = field(default_factory=list)  # in the order they were first reached

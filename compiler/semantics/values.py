@@ -42,6 +42,7 @@ class Kind:
     requires: list[ast.RequireDecl] = field(default_factory=list)
     findings: list[tuple[ast.FindingDecl, str | None]] = field(default_factory=list)  # with their section
     levers: list[ast.LeverDecl] = field(default_factory=list)
+    figures: list[ast.FigureDecl] = field(default_factory=list)
 
     def is_a(self, other: Kind) -> bool:
         kind: Kind | None = self

@@ -297,13 +297,24 @@ class LeverDecl:
 
 
 @dataclass(frozen=True)
+class FigureDecl:
+    """`figure NAME { role = expr; ... }` in a kind: a figure drawn for each instance from the
+    quantities its roles name."""
+
+    span: Span
+    name: str
+    name_span: Span
+    roles: tuple[Attr, ...]
+
+
+@dataclass(frozen=True)
 class Section:
     span: Span
     title: str
     items: tuple[KindItem, ...]
 
 
-KindItem = InputDecl | DeriveDecl | RequireDecl | FindingDecl | LeverDecl | Section
+KindItem = InputDecl | DeriveDecl | RequireDecl | FindingDecl | LeverDecl | FigureDecl | Section
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,10 @@ class _Builder(Transformer[Token, Any]):
         expr, sentence = children
         return ast.FindingDecl(self._span(meta), expr, self._sentence(sentence))
 
+    def figure_decl(self, meta: LarkMeta, children: list[Any]) -> ast.FigureDecl:
+        name, *roles = children
+        return ast.FigureDecl(self._span(meta), str(name), self._tok(name), tuple(roles))
+
     def lever_decl(self, meta: LarkMeta, children: list[Any]) -> ast.LeverDecl:
         label, cond, *rest = children
         takes, _, gate, _, source = rest[-5:]  # the keywords `gate` and `source` are tokens
