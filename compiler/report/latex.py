@@ -39,6 +39,26 @@ def to_latex(expr: ir.Expr, leaf: Leaf) -> str:
     return _Printer(leaf).visit(expr)[0]
 
 
+LONGEST = 8
+"""A reduction (`sum(... for h in hour)`: every term elaborated from one body, so every term has
+its span) of more terms than this is shown as its first two, `⋯` and its last: the 24 hours of a
+day would not fit a line, and the report's "where it goes" table lists every term with its share.
+A sum written out term by term is always shown whole."""
+
+
+def _one_body(terms: tuple[ir.Expr, ...] | list[ir.Expr]) -> bool:
+    return len({(t.span.file.path, t.span.start, t.span.end) for t in terms}) == 1
+
+
+def _terms(expr: ir.Expr) -> list[ir.Expr]:
+    """The terms of a chain of `+` (`((a + b) + c) + d` → a, b, c, d)."""
+    out: list[ir.Expr] = []
+    while isinstance(expr, ir.Op) and expr.op == "+":
+        out.append(expr.args[1])
+        expr = expr.args[0]
+    return [expr, *reversed(out)]
+
+
 class _Printer:
     def __init__(self, leaf: Leaf) -> None:
         self.leaf = leaf
@@ -52,6 +72,13 @@ class _Printer:
             return ("\\max\\{" + free + " \\in [" + low + ", " + high + "] : " + cond + "\\}"), _ATOM
         if op not in _FUNC and op not in _PREC and op not in ("ceil", "floor", "if"):
             raise NotImplementedError(f"no LaTeX form for `{op}`")  # a new IR op must be added here
+        if op in ("max", "min") and len(args) > LONGEST and _one_body(args):  # a reduction over an enumeration
+            shown = [self.visit(a)[0] for a in (*args[:2], args[-1])]
+            return _FUNC[op] + "\\left(" + ", ".join(shown[:2]) + ", \\ldots, " + shown[2] + "\\right)", _ATOM
+        if op == "+" and len(terms := _terms(expr)) > LONGEST and _one_body(terms):
+            prec = _PREC["+"]
+            shown = [self._wrap(t, prec) for t in (*terms[:2], terms[-1])]
+            return " + ".join(shown[:2]) + " + \\cdots + " + shown[2], prec
         if op in _FUNC:
             return self._func(op, args), _ATOM
         if op in ("ceil", "floor"):

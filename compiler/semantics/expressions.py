@@ -37,16 +37,20 @@ from .values import (
     word_span,
 )
 
+REDUCTIONS = ("sum", "max", "min")
+"""What `f(body for h in enum)` may take over an enumeration's members."""
+
 
 class Expressions(Declarations):
     def __init__(self, program: Program, sink: dx.Sink,
                  overrides: dict[tuple[str, str], ast.Expr] | None = None, lean: bool = False) -> None:
         super().__init__(program, sink, overrides, lean)
+        self._members: list[dict[str, Value]] = []  # the variables of the reductions being elaborated
         self._dispatch: dict[type, Callable[[Any, Instance | None], Value | None]] = {
             ast.Name: self._name, ast.Attribute: self._attribute, ast.Index: self._index,
             ast.Number: self._number, ast.Bool: self._bool, ast.Unary: self._unary,
             ast.BinOp: self._binop, ast.Compare: self._compare, ast.BoolOp: self._boolop,
-            ast.Call: self._call, ast.If: self._if, ast.Uncertain: self._range_elsewhere,
+            ast.Call: self._call, ast.Reduce: self._reduce, ast.If: self._if, ast.Uncertain: self._range_elsewhere,
             ast.Where: self._where,
         }
 
@@ -55,6 +59,9 @@ class Expressions(Declarations):
         return self._dispatch[type(e)](e, scope)
 
     def _name(self, e: ast.Name, scope: Instance | None) -> Value | None:
+        for bound in reversed(self._members):  # the variable of an enclosing `sum(... for h in hour)`
+            if e.id in bound:
+                return bound[e.id]
         if scope is not None and e.id in scope.kind.fields:
             return self.field(scope, e.id, e.span, e.id)
         decl = self.program.names.get(e.id)
@@ -136,14 +143,25 @@ class Expressions(Declarations):
                                            found=describe(key), help=f"index `{name}` by a `{ftype.enum.name}`"))
             return None
         node_id = ir.node_id(inst.name, f"{name}[{key.member.name}]")
+        # indexed by a reduction's variable (`load[h]` in `sum(... for h in hour)`), each term reads `load[h00]`, ...
+        text = e.span.text
+        if isinstance(e.key, ast.Name) and any(e.key.id in bound for bound in self._members):
+            text = f"{e.value.span.text}[{key.member.name}]"
         entry = next((f for _, f in inst.assignments() if len(f.target.steps) == 2
                       and f.target.steps[0].name == name and f.target.steps[1].name == key.member.name), None)
         override = self.overrides.get((inst.name, f"{name}[{key.member.name}]"))
         if override is not None:
             entry = ast.Field(override.span, ast.Path(override.span, ()), override, ast.Annotations(override.span))
+        default = spec.decl.default if isinstance(spec.decl, ast.InputDecl) else None
+        if entry is None and default is not None and (inst.name, f"{name}[{key.member.name}]") not in self.overrides:
+            # `input f: map[e] unit = value`: one quantity, the map's own node, that every entry the
+            # instance does not set reads (one assumption, not one per key)
+            meta = NodeMeta(owner=inst.name, field=name, spec=spec, ftype=ftype, notes=spec.decl.notes,
+                            overridden=False, decl_span=spec.decl.name_span, type_span=span_of_type(spec.decl.type))
+            return self._node(ir.node_id(inst.name, name), default, inst, meta, e.span, text)
         if entry is None and inst.abstract:
             assert ftype.dim is not None
-            return ir.Ref(node_id, ftype.dim, e.span, e.span.text)
+            return ir.Ref(node_id, ftype.dim, e.span, text)
         if entry is None:
             if node_id not in self.done:
                 self.done[node_id] = None
@@ -163,7 +181,7 @@ class Expressions(Declarations):
         meta = NodeMeta(owner=inst.name, field=f"{name}[{key.member.name}]", spec=spec, ftype=ftype,
                          notes=entry.notes, overridden=True, decl_span=spec.decl.name_span,
                          type_span=span_of_type(spec.decl.type))
-        return self._node(node_id, entry.value, inst, meta, e.span, e.span.text)
+        return self._node(node_id, entry.value, inst, meta, e.span, text)
 
     def _uncertain(self, e: ast.Uncertain, scope: Instance | None) -> tuple[Value | None, tuple[Fraction, Fraction] | None]:
         """`low .. high`: the midpoint, and the range the report carries through to the results."""
@@ -420,6 +438,45 @@ class Expressions(Declarations):
             return None
         nums: list[ir.Expr] = [a for a in args if isinstance(a, (ir.Lit, ir.Ref, ir.Op))]
         return self._call_dim(e, nums)
+
+    def _reduce(self, e: ast.Reduce, scope: Instance | None) -> Value | None:
+        """`sum(body for h in hour)`: body for every member of the enumeration, `h` naming it —
+        one `+` (or one `max`, `min`) over the members, in their declared order."""
+        if e.func not in REDUCTIONS:
+            self.sink.add(dx.BAD_CALL.at(
+                e.func_span, "cannot take this over an enumeration", message=f"`{e.func}(... for ...)` is not a reduction",
+                help="reduce over an enumeration with " + ", ".join(f"`{f}(... for h in e)`" for f in REDUCTIONS)))
+            return None
+        enum = self.program.names.get(e.over)
+        if not isinstance(enum, ast.EnumDecl):
+            self.sink.add(dx.WRONG_TYPE.at(e.over_span, "not an enumeration", expected="an enumeration",
+                                           found=f"`{e.over}`" if enum is not None else "an unknown name",
+                                           help="`for h in e` takes the members of the enumeration `e` one by one"))
+            return None
+        terms: list[ir.Expr] = []
+        for member in enum.members:
+            self._members.append({e.var: ir.EnumValue(enum, member)})
+            try:
+                value = self.expr(e.body, scope)
+            finally:
+                self._members.pop()
+            if value is None or not self._need_number(value, e.body.span):
+                return None
+            assert isinstance(value, (ir.Lit, ir.Ref, ir.Op))
+            if terms and value.dim != terms[0].dim:
+                self.sink.add(dx.DIMENSION_MISMATCH.at(
+                    e.body.span, f"this is `{value.dim}` for `{member.name}`", what=f"`{e.func}` needs terms of one unit",
+                    left=f"`{terms[0].dim}`", right=f"`{value.dim}`", help=unit_help(terms[0].dim, value.dim)))
+                return None
+            terms.append(value)
+        if not terms:
+            return None
+        if e.func != "sum":
+            return ir.Op(e.func, tuple(terms), terms[0].dim, e.span) if len(terms) > 1 else terms[0]
+        total = terms[0]
+        for term in terms[1:]:
+            total = ir.Op("+", (total, term), total.dim, e.span)
+        return total
 
     def _call_dim(self, e: ast.Call, args: list[ir.Expr]) -> Value | None:
         """A call's unit by its function's dimension rule (`builtins.FUNCTIONS`)."""

@@ -109,6 +109,21 @@ class Call:
 
 
 @dataclass(frozen=True)
+class Reduce:
+    """`sum(body for var in enum)` (or `max`, `min`): body taken for every member of the
+    enumeration, with `var` naming the member."""
+
+    span: Span
+    func: str
+    func_span: Span
+    body: Expr
+    var: str
+    var_span: Span
+    over: str
+    over_span: Span
+
+
+@dataclass(frozen=True)
 class If:
     span: Span
     cond: Expr
@@ -126,7 +141,7 @@ class Where:
     bindings: tuple[Assignment, ...]
 
 
-Expr = Name | Attribute | Index | Number | Bool | Unary | BinOp | Compare | BoolOp | Call | If | Uncertain | Where
+Expr = Name | Attribute | Index | Number | Bool | Unary | BinOp | Compare | BoolOp | Call | Reduce | If | Uncertain | Where
 
 # ---- annotations, types and paths ---------------------------------------------------------
 

@@ -396,6 +396,11 @@ class _Builder(Transformer[Token, Any]):
         value, *bindings = children
         return ast.Where(self._span(meta), value, tuple(bindings))
 
+    def reduce(self, meta: LarkMeta, children: list[Any]) -> ast.Reduce:
+        func, body, var, over = children
+        return ast.Reduce(self._span(meta), str(func), self._tok(func), body, str(var), self._tok(var),
+                          str(over), self._tok(over))
+
     def call(self, meta: LarkMeta, children: list[Any]) -> ast.Call:
         func, *args = children
         return ast.Call(self._span(meta), str(func), self._tok(func), tuple(a for a in args if a is not None))
