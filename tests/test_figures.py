@@ -167,7 +167,7 @@ def test_point_labels_do_not_overlap() -> None:
     """A crowded Pareto front (the flagship's first four points sit within a few percent of each
     other): every label stays inside the axes and clear of every other label and point."""
     from matplotlib.figure import Figure as MplFigure
-    from planc.report.figures import _label_points, _overlap
+    from planc.report.answer_figures import _label_points, _overlap
 
     fig = MplFigure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.subplots()

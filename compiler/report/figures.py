@@ -22,49 +22,43 @@ Contract
   pyplot never: figures are `matplotlib.figure.Figure` objects, dropped once saved. rc
   settings are scoped with `rc_context`. Nothing is read from disk or the network.
 - A plan that did not compile (`compilation.lowered is None`) has no figures.
+- The answers' figures are drawn in `answer_figures.py`, and both draw with the kit in
+  `chart.py` (settings, colours, units, SVG output).
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
-from dataclasses import dataclass
 from typing import Any
-from xml.sax.saxutils import escape
 
 from ..semantics import ir
-from ..semantics.units import Dim, format_quantity, unit_scale
+from .answer_figures import _pareto_scatter, _ranges, _tornado
+from .chart import (
+    _BLUE,
+    _BYTES,
+    _GREEN,
+    _GREY,
+    _INK,
+    _ORANGE,
+    _RC,
+    _RED,
+    Figure,
+    _axis_label,
+    _finish,
+    _int_text,
+    _log_125_locator,
+    _new,
+    _null_formatter,
+    _plain_formatter,
+    _q,
+    _token_formatter,
+    _tx,
+    _unique_names,
+    _unit,
+    slug,
+)
 
-FIGSIZE = (6.0, 3.5)
-TOP_SENSITIVITIES = 8
 LATENCY_BATCHES = tuple(2**k for k in range(10))  # 1 .. 512, log2 steps
-_RC: Any = {  # matplotlib types rcParams keys as Literals: Any keeps mypy quiet with or without it
-    "svg.hashsalt": "plan",
-    "svg.fonttype": "none",  # text as <text>: selectable, and drawn by the font engine
-    "font.size": 8.0,
-    "axes.titlesize": 9.0,
-    "axes.labelsize": 8.0,
-    "legend.fontsize": 7.0,
-    "xtick.labelsize": 7.0,
-    "ytick.labelsize": 7.0,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "grid.linewidth": 0.5,
-    "lines.linewidth": 1.4,
-    "path.simplify": False,
-}
-_METADATA = {"Date": None, "Creator": None, "Type": None, "Format": None}
-_BLUE, _ORANGE, _GREEN, _RED, _GREY, _INK = "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8c8c8c", "#222222"
-_BYTES = Dim.of(bytes=1)
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str  # file-safe, e.g. "chat-roofline"
-    title: str
-    caption: str  # one sentence: what it shows and how to read it
-    svg: str  # a complete standalone SVG document
 
 
 def build_figures(compilation: Any) -> list[Figure]:
@@ -111,9 +105,6 @@ def _drawn(draw: Any, *args: Any) -> list[Figure]:
     a second, and whose registry would have to be emptied): nothing outlives the call."""
     fig = draw(*args)
     return [fig] if fig is not None else []
-
-
-# ---- the plan's values and sweeps ---------------------------------------------------------
 
 
 class _Plan:
@@ -203,106 +194,6 @@ def _constant(e: ir.Expr, values: dict[str, Any]) -> float | None:
         return float(evaluate(e, values))
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         return None
-
-
-# ---- units and text -----------------------------------------------------------------------
-
-_MULTIPLIER_STEPS = ((1e9, "G"), (1e6, "M"), (1e3, "k"))
-_TICK_STEPS = ((1e15, "P"), (1e12, "T"), *_MULTIPLIER_STEPS)  # a roofline's FLOP/s reach 10^15
-
-
-def _unit(value: float, dim: Any, unit: str | None = None) -> tuple[float, str]:
-    """(scale, label) to show values near `value` of `dim`: the display unit if one is asked
-    for, else the unit `format_quantity` would pick; plain SI if neither applies."""
-    if not isinstance(dim, Dim):
-        return 1.0, ""
-    if unit:
-        try:
-            scale, unit_dim = unit_scale(unit)
-        except ValueError:
-            scale, unit_dim = None, None
-        if unit_dim == dim and scale:
-            return _with_multiplier(value, float(scale), unit.strip())
-    if math.isfinite(value) and value != 0:
-        label = format_quantity(abs(value), dim).lstrip("$").partition(" ")[2]
-        if label:
-            try:
-                scale, unit_dim = unit_scale(label)
-            except ValueError:
-                scale, unit_dim = None, None
-            if unit_dim == dim and scale:
-                if label == str(dim):
-                    return _with_multiplier(value, float(scale), label)
-                return float(scale), label
-    return _with_multiplier(value, 1.0, "" if dim.is_dimensionless else str(dim))
-
-
-def _with_multiplier(value: float, scale: float, label: str) -> tuple[float, str]:
-    shown = abs(value) / scale if math.isfinite(value) else 0.0
-    for size, word in _MULTIPLIER_STEPS:
-        if shown >= size:
-            return scale * size, f"{word} {label}".strip()
-    return scale, label
-
-
-def _axis_label(name: str, unit: str) -> str:
-    return _tx(f"{name} ({unit})" if unit else name)
-
-
-def _q(value: float, dim: Any, unit: str | None = None) -> str:
-    if not isinstance(dim, Dim) or not math.isfinite(value):
-        return f"{value:.4g}"
-    try:
-        return format_quantity(value, dim, unit)
-    except ValueError:
-        return format_quantity(value, dim)
-
-
-def _tx(text: str) -> str:
-    """Text for matplotlib: a `$` is a dollar, never the start of mathtext."""
-    return text.replace("$", r"\$")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
-
-
-def _unique_names(figures: list[Figure]) -> list[Figure]:
-    seen: dict[str, int] = {}
-    out = []
-    for f in figures:
-        n = seen.get(f.name, 0) + 1
-        seen[f.name] = n
-        out.append(f if n == 1 else Figure(f"{f.name}-{n}", f.title, f.caption, f.svg))
-    return out
-
-
-def _finish(fig: Any, name: str, title: str, caption: str) -> Figure:
-    """Render to a standalone SVG with a <title> and <desc>, and close the figure."""
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata=_METADATA)
-    svg = re.sub(r"<!DOCTYPE[^>]*>\s*", "", buf.getvalue(), count=1)  # its DTD address is the only URL
-    svg = re.sub(r"\A<\?xml[^>]*\?>", '<?xml version="1.0" encoding="utf-8"?>', svg)
-    open_end = svg.index(">", svg.index("<svg")) + 1
-    svg = (svg[:open_end] + f"\n <title>{escape(title)}</title>\n <desc>{escape(caption)}</desc>"
-           + svg[open_end:])
-    return Figure(name, title, caption, svg)
-
-
-def _new(title: str) -> tuple[Any, Any]:
-    from matplotlib.figure import Figure as MplFigure
-
-    fig = MplFigure(figsize=FIGSIZE, layout="constrained")
-    ax = fig.subplots()
-    ax.set_title(_tx(title))
-    return fig, ax
-
-
-def _int_text(x: float) -> str:
-    return f"{int(x):,}" if math.isfinite(x) and float(x).is_integer() else f"{x:.4g}"
-
-
-# ---- deployment figures -------------------------------------------------------------------
 
 
 def _roofline(plan: _Plan, roles: _Roles) -> Figure | None:
@@ -416,43 +307,6 @@ def _memory_stack(plan: _Plan, roles: _Roles, swept: str, points: Any, title: st
     return fig, boundary
 
 
-def _token_formatter() -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    def fmt(v: float, _pos: Any) -> str:
-        if v >= 1024 and v % 1024 == 0:
-            return f"{int(v // 1024)}k"
-        return f"{v:g}"
-
-    return FuncFormatter(fmt)
-
-
-def _plain_formatter() -> Any:
-    """Log-axis ticks as plain numbers with SI multipliers: `100`, `1k`, `10k`, `1P`. (Matplotlib's
-    default writes powers of ten in mathtext, whose parser costs about half a second to build.)"""
-    from matplotlib.ticker import FuncFormatter
-
-    def fmt(v: float, _pos: Any) -> str:
-        for size, word in _TICK_STEPS:
-            if abs(v) >= size:
-                return f"{v / size:g}{word}"
-        return f"{v:g}"
-
-    return FuncFormatter(fmt)
-
-
-def _log_125_locator() -> Any:
-    from matplotlib.ticker import LogLocator
-
-    return LogLocator(base=10, subs=(1.0, 2.0, 5.0))
-
-
-def _null_formatter() -> Any:
-    from matplotlib.ticker import NullFormatter
-
-    return NullFormatter()
-
-
 def _memory_vs_batch(plan: _Plan, roles: _Roles) -> Figure | None:
     import numpy as np
 
@@ -562,215 +416,6 @@ def _latency_throughput(plan: _Plan, roles: _Roles) -> Figure | None:
     return _finish(fig, f"{slug(inst)}-latency-throughput", title, caption)
 
 
-# ---- answer figures -----------------------------------------------------------------------
-
-
 # every figure of compiler/figure_roles.py, by name (tests/test_figures.py checks they agree)
 _DECLARED = {"roofline": _roofline, "memory_batch": _memory_vs_batch, "memory_context": _memory_vs_context,
              "latency_throughput": _latency_throughput}
-
-
-def _tornado(sensitivity: Any) -> Figure | None:
-    import numpy as np
-
-    # in the solver's order (largest first, as the tables rank them)
-    entries = [(n, float(e)) for n, e in sensitivity.entries if math.isfinite(float(e))][:TOP_SENSITIVITIES]
-    if not entries:
-        return None
-    target = sensitivity.target
-    title = f"What {target} is most sensitive to"
-    fig, ax = _new(title)
-    y = np.arange(len(entries))
-    values = np.array([e for _, e in entries])
-    ax.barh(y, values, color=[_BLUE if v > 0 else _ORANGE for v in values], height=0.6)
-    ax.set_yticks(y, [_tx(n) for n, _ in entries])
-    ax.invert_yaxis()
-    ax.axvline(0, color=_INK, linewidth=0.8)
-    span = float(np.max(np.abs(values)))
-    for yi, v in zip(y, values):
-        ax.annotate(f"{v:+.2f}", (v, yi), xytext=(3 if v >= 0 else -3, 0), textcoords="offset points",
-                    va="center", ha="left" if v >= 0 else "right", fontsize=7)
-    ax.set_xlim(-span * 1.3 if (values < 0).any() else 0, span * 1.3 if (values > 0).any() else 0)
-    ax.grid(axis="y", visible=False)
-    ax.set_xlabel("elasticity  d ln y / d ln x  (% change of the target per 1 % change of the input)")
-    caption = (f"The {len(entries)} inputs {target} is most sensitive to, as elasticities: a bar of +0.5 means "
-               f"1 % more of that input raises {target} by about 0.5 %, and a negative bar lowers it.")
-    return _finish(fig, f"sensitivity-{slug(target)}", title, caption)
-
-
-def _ranges(lowered: Any, uncertainty: Any) -> Figure | None:
-    """The headline results over the input ranges: each summary item's interval as a band
-    around its value at the midpoints, in per cent of that value."""
-    import numpy as np
-
-    el = lowered.elaborated
-    rows = []
-    for expr, value, interval in zip(el.summary, lowered.summary, uncertainty.summary):
-        if interval is None or expr.dim == ir.BOOL or not float(value):
-            continue
-        nominal = float(value)
-        unit = el.nodes[expr.node].unit if isinstance(expr, ir.Ref) else None
-        rows.append((" ".join(expr.span.text.split()), nominal, interval, expr.dim, unit))
-    if not rows:
-        return None
-    title = "Headline results over the input ranges"
-    fig, ax = _new(title)
-    y = np.arange(len(rows))
-    for yi, (_label, nominal, interval, dim, unit) in zip(y, rows):
-        low, high = (100 * (v / nominal - 1) for v in (interval.low, interval.high))
-        ax.barh(yi, high - low, left=low, height=0.45, color=_BLUE if interval.monotone else _ORANGE, alpha=0.8)
-        ax.annotate(_tx(f"{_q(interval.low, dim, unit)} – {_q(interval.high, dim, unit)}"), ((low + high) / 2, yi - 0.25),
-                    xytext=(0, 2), textcoords="offset points", va="bottom", ha="center", fontsize=7)
-    ax.set_yticks(y, [_tx(r[0]) for r in rows])
-    ax.invert_yaxis()
-    ax.axvline(0, color=_INK, linewidth=0.8)
-    span = max(max(abs(100 * (r[2].low / r[1] - 1)), abs(100 * (r[2].high / r[1] - 1))) for r in rows) or 1.0
-    ax.set_xlim(-span * 1.4, span * 1.4)
-    ax.set_ylim(len(rows) - 0.5, -0.9)  # room above the first bar for its label
-    ax.grid(axis="y", visible=False)
-    ax.set_xlabel("change from the value at the midpoints of the input ranges (%)")
-    names = ", ".join(uncertainty.inputs)
-    caption = (f"Each headline result over the ranges given for {names}: the bar spans its smallest to its largest "
-               "value, in per cent of the value the plan computes at the midpoints (the line at 0); blue bars are "
-               "monotone in every range (exact, from the corners), orange ones were sampled on a grid.")
-    return _finish(fig, "input-ranges", title, caption)
-
-
-def _pareto_scatter(table: Any) -> Figure | None:
-    import numpy as np
-
-    columns = list(table.columns)
-    if len(table.plot_columns) != 2:
-        return None
-    ix, iy = table.plot_columns
-    eliminated = next((i for i, c in enumerate(columns) if c[1] == "text"), None)
-    feasible: list[tuple[float, float, str]] = []
-    rejected: list[tuple[float, float, str]] = []
-    at: dict[int, int] = {}  # row index -> index into `feasible`
-    for r, (label, row) in enumerate(table.rows):
-        try:
-            x, y = float(row[ix]), float(row[iy])
-        except (TypeError, ValueError, IndexError):
-            continue
-        if not (math.isfinite(x) and math.isfinite(y)):
-            continue
-        if eliminated is not None and row[eliminated]:
-            rejected.append((x, y, str(label)))
-        else:
-            at[r] = len(feasible)
-            feasible.append((x, y, str(label)))
-    if not feasible:
-        return None
-    (xname, xdim, xunit_req), (yname, ydim, yunit_req) = columns[ix], columns[iy]
-    xscale, xunit = _unit(max(abs(p[0]) for p in feasible), xdim, xunit_req)
-    yscale, yunit = _unit(max(abs(p[1]) for p in feasible), ydim, yunit_req)
-    front = [at[r] for r in table.pareto if r in at]  # the search's own front (its rows), not computed again
-    subject = _subject(table)
-    title = f"{subject}: {table.title}" if subject else table.title
-    fig, ax = _new(title)
-    fx = np.array([p[0] for p in feasible]) / xscale
-    fy = np.array([p[1] for p in feasible]) / yscale
-    ax.plot(fx, fy, "o", color=_BLUE, alpha=0.6, markersize=5, label="meets the constraints")
-    if rejected:
-        ax.plot(np.array([p[0] for p in rejected]) / xscale, np.array([p[1] for p in rejected]) / yscale, "x",
-                color=_GREY, markersize=5, label="eliminated by a constraint")
-    ax.step(fx[front], fy[front], where="post", color=_RED, linewidth=1, alpha=0.8)
-    ax.plot(fx[front], fy[front], "o", color=_RED, markersize=6, label="Pareto front", zorder=3)
-    best = getattr(table, "best", None)
-    star = None
-    if best is not None and 0 <= best < len(table.rows):
-        label = str(table.rows[best][0])
-        hit = next((i for i, p in enumerate(feasible) if p[2] == label), None)
-        if hit is not None:
-            ax.plot([fx[hit]], [fy[hit]], "*", color=_ORANGE, markersize=12, zorder=4,
-                    label=_tx(f"best: {label}"))
-            star = (fx[hit], fy[hit])
-    ax.set_xlabel(_axis_label(xname, xunit))
-    ax.set_ylabel(_axis_label(yname, yunit))
-    axes = _search_axes(table)
-    ax.legend(loc="upper right", frameon=True, framealpha=0.85, edgecolor="none",
-              title=_tx(f"labels: {axes}") if axes else None, title_fontsize=7)
-    points = [*zip(fx, fy)]
-    if rejected:
-        points += [(p[0] / xscale, p[1] / yscale) for p in rejected]
-    _label_points(fig, ax, [((fx[i], fy[i]), _tx(feasible[i][2])) for i in front], points, big=star)
-    labelled = f" (labelled {axes})" if axes else ""
-    caption = (f"Each point is a configuration the search lists{labelled}, placed by {xname} and {yname} (lower is "
-               f"better on both); the red staircase is the Pareto front of the listed feasible configurations, where "
-               f"improving one axis costs the other, and grey crosses were eliminated by a constraint.")
-    return _finish(fig, f"{slug(subject or 'search')}-pareto", title, caption)
-
-
-
-# Where a point's label may go, in order of preference: (dx, dy) in points, and its alignment.
-# Beside the point first, above and to the right (clear of a Pareto staircase, which runs right,
-# then down); then further up or down, with a leader line back to the point.
-_LABEL_SPOTS = ((5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"),
-                (-5, -3, "right", "top"), (0, 6, "center", "bottom"), (0, -6, "center", "top"),
-                (5, 12, "left", "bottom"), (5, -12, "left", "top"), (-5, 12, "right", "bottom"),
-                (-5, -12, "right", "top"), (0, 14, "center", "bottom"), (0, -14, "center", "top"))
-
-
-def _label_points(fig: Any, ax: Any, labels: list[tuple[tuple[float, float], str]],
-                  points: list[tuple[float, float]], big: tuple[float, float] | None = None) -> None:
-    """Label points so that no label covers another label, a plotted point (`big`: the star of
-    the best one) or the legend, nor leaves the axes: each takes the first spot of `_LABEL_SPOTS`
-    that is clear, or else the one that covers least. Measured on the laid-out figure, so the
-    same data gives the same figure."""
-    from matplotlib.transforms import Bbox
-
-    fig.draw_without_rendering()
-    px = fig.dpi / 72  # display pixels per point
-
-    def square(xy: Any, half: float) -> Any:
-        return Bbox.from_extents(xy[0] - half * px, xy[1] - half * px, xy[0] + half * px, xy[1] + half * px)
-
-    markers = [square(c, 3.5) for c in ax.transData.transform(points)] if points else []
-    placed = [] if big is None else [square(ax.transData.transform([big])[0], 6)]
-    legend = ax.get_legend()
-    if legend is not None:
-        placed.append(legend.get_window_extent())
-    frame = ax.get_window_extent()
-
-    def covered(box: Any, own: Any) -> float:
-        box = box.padded(1.5 * px)  # a little air between neighbours
-        outside = box.width * box.height - _overlap(box, frame)
-        return float(outside) + sum(_overlap(box, o) for o in placed) + sum(
-            _overlap(box, m) for m in markers if not m.contains(*own))
-
-    for xy, text in labels:
-        own = ax.transData.transform([xy])[0]
-        costs = []
-        for dx, dy, ha, va in _LABEL_SPOTS:
-            note = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", fontsize=6.5,
-                               color=_RED, ha=ha, va=va)
-            costs.append(covered(note.get_window_extent(), own))
-            note.remove()
-            if costs[-1] == 0:
-                break
-        dx, dy, ha, va = _LABEL_SPOTS[costs.index(min(costs))]
-        leader = {"arrowstyle": "-", "color": _RED, "linewidth": 0.4, "shrinkA": 0, "shrinkB": 3} if abs(dy) > 5 else None
-        note = ax.annotate(text, xy, xytext=(dx, dy), textcoords="offset points", fontsize=6.5, color=_RED,
-                           ha=ha, va=va, arrowprops=leader)
-        placed.append(note.get_window_extent())
-
-
-def _overlap(a: Any, b: Any) -> float:
-    """Area two matplotlib boxes share."""
-    from matplotlib.transforms import Bbox
-
-    shared = Bbox.intersection(a, b)
-    return shared.width * shared.height if shared is not None else 0.0
-
-
-def _subject(table: Any) -> str:
-    subject = getattr(getattr(table, "stmt", None), "subject", None)
-    steps = getattr(subject, "steps", None)
-    return ".".join(s.name for s in steps) if steps else ""
-
-
-def _search_axes(table: Any) -> str:
-    """What a configuration's label lists: the searched fields, in order (`weights, batch`)."""
-    domains = getattr(getattr(table, "stmt", None), "domains", None) or ()
-    names = [getattr(getattr(d, "target", None), "dotted", None) for d in domains]
-    return ", ".join(n for n in names if n) if all(names) else ""

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .figures import slug
+from .chart import slug
 from .view import DocumentView
 
 # The first rule whose pattern matches a figure's name names its part (a section title of the
