@@ -35,10 +35,6 @@ from . import diagnostics as dx
 from .pipeline import Compilation, compile_plan
 from .source import LoadProblem, SourceFile, Span, read_source
 
-# Words of the plan grammar (`grammar/plan.lark`) that cannot name an instance.
-KEYWORDS = frozenset(
-    ["and", "ask", "bool", "check", "compare", "derive", "else", "enum", "false", "for", "given", "if", "import", "in", "input", "kind", "let", "linear", "log10", "log2", "map", "maximize", "minimize", "not", "or", "over", "require", "scenario", "scope", "search", "section", "solve", "source", "subject", "summary", "sweep", "symbol", "then", "title", "to", "true"]
-)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 _WORD = re.compile(r"[A-Za-z0-9_.-]{1,40}")
@@ -106,7 +102,9 @@ def name_problem(name: str) -> str | None:
     """Why `name` cannot name the instance, or None when it can."""
     if not _NAME.fullmatch(name):
         return f"`{name}` is not a plan name: use letters, digits and `_`, not starting with a digit"
-    if name in KEYWORDS:
+    from .syntax.highlight import keywords  # the grammar's own, so a new keyword is refused at once
+
+    if name in keywords():
         return f"`{name}` is a keyword of the plan language"
     return None
 

@@ -338,6 +338,18 @@ def test_bad_instance_name_is_a_usage_error(tmp_path: Path) -> None:
     assert not (tmp_path / "x.plan").exists()
 
 
+def test_every_keyword_of_the_grammar_is_refused_as_a_name() -> None:
+    """The reserved words come from the grammar, so a keyword added to it (`figure`, `lever`,
+    `advise`) is refused at once, as those of a hand-kept list once were not."""
+    from planc.hf_import import name_problem
+    from planc.syntax.highlight import keywords
+
+    words = keywords()
+    assert {"if", "kind", "where", "figure", "lever", "advise", "finding", "gate", "spec", "log2"} <= words
+    assert all("keyword" in (name_problem(w) or "") for w in words)
+    assert name_problem("llama_3_1_8b") is None
+
+
 # ---- never the network --------------------------------------------------------------------
 
 

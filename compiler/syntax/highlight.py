@@ -7,7 +7,8 @@ str]]` cuts the text into (class, piece) pairs whose pieces concatenate to the t
 "name" or "" (punctuation, white space, anything else). The classes come from the grammar's own
 terminals, lexed by Lark's basic lexer over all of them (no parse: a plan with errors still
 highlights); text the lexer cannot read is returned as one plain piece. Lark is imported here
-only when a report asks for highlighting.
+only when a report asks for highlighting. `keywords()` is the set of the language's keywords, the
+words no name may be (`plan import-hf` checks an instance name against it).
 """
 
 from __future__ import annotations
@@ -34,12 +35,29 @@ def lexed(text: str) -> Iterator[tuple[str, str]]:
         yield "", text[at:]
 
 
-def pieces(text: str) -> list[tuple[str, str]]:
-    from lark.exceptions import LarkError
+def _keyword_terminals() -> dict[str, str]:
+    """The grammar's keywords: terminal name → the word (a terminal whose pattern is a word)."""
     from lark.lexer import PatternStr
 
-    keywords = {t.name for t in _parser().terminals
-                if isinstance(t.pattern, PatternStr) and t.pattern.value.isalpha()}
+    return {t.name: t.pattern.value for t in _parser().terminals
+            if isinstance(t.pattern, PatternStr) and t.pattern.value.isalpha()}
+
+
+def keywords() -> frozenset[str]:
+    """Every word the grammar reserves (`kind`, `figure`, `where`, `log2`, ...): each terminal
+    whose pattern is a literal that could otherwise be read as a name."""
+    import re
+
+    from lark.lexer import PatternStr
+
+    return frozenset(t.pattern.value for t in _parser().terminals
+                     if isinstance(t.pattern, PatternStr) and re.fullmatch(r"[A-Za-z_]\w*", t.pattern.value))
+
+
+def pieces(text: str) -> list[tuple[str, str]]:
+    from lark.exceptions import LarkError
+
+    keywords = set(_keyword_terminals())
     out: list[tuple[str, str]] = []
     at = 0
     try:
