@@ -24,7 +24,6 @@ Contract
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -32,13 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from . import diagnostics as dx
+from .hf_json import Entry, describe_value, load_config, parse_config, plan_string, skip_ws, top_level_spans
 from .pipeline import Compilation, compile_plan
-from .source import LoadProblem, SourceFile, Span, read_source
+from .source import SourceFile, Span
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 _WORD = re.compile(r"[A-Za-z0-9_.-]{1,40}")
-_WHITESPACE = " \t\n\r"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     "deepseek_v3": Architecture("mla_decoder", "DeepseekV3Config", "SwiGLU experts", False, "none", "none",
                                 None, "deepseek"),
 }
+
+
 SUPPORTED = ", ".join(f"`{t}`" for t in sorted(ARCHITECTURES))
 
 
@@ -118,11 +123,11 @@ def import_config(path: Path | str, name: str, shown: str | None = None, plan_sh
     shown = shown if shown is not None else str(path)
     result = Imported(shown, name)
     sink = dx.Sink()
-    file = _load(Path(path), shown, sink)
+    file = load_config(Path(path), shown, sink)
     if file is not None:
-        data = _parse(file, shown, sink)
+        data = parse_config(file, shown, sink)
         if data is not None:
-            spans = _top_level_spans(file.text)
+            spans = top_level_spans(file.text)
             importer = _Importer(file, shown, name, data, spans, sink)
             text = importer.run()
             result.model_type, result.kind = importer.model_type, importer.kind
@@ -145,138 +150,6 @@ def compile_generated(text: str, shown: str) -> Compilation:
         return compile_plan(path, shown=shown)
 
 
-# --- reading the file ----------------------------------------------------------------------
-
-_LOAD_CODES = {
-    LoadProblem.MISSING: dx.FILE_MISSING,
-    LoadProblem.DIRECTORY: dx.FILE_IS_DIRECTORY,
-    LoadProblem.NOT_UTF8: dx.FILE_NOT_UTF8,
-    LoadProblem.UNREADABLE: dx.FILE_UNREADABLE,
-    LoadProblem.TOO_LARGE: dx.FILE_TOO_LARGE,
-    LoadProblem.NOT_REGULAR: dx.FILE_NOT_REGULAR,
-}
-_LOAD_HELP = {
-    LoadProblem.MISSING: "check the path; `plan import-hf` reads a local config.json and never the network "
-                         "(download it first, e.g. `huggingface-cli download REPO config.json`)",
-    LoadProblem.DIRECTORY: "name the config.json inside it: `DIR/config.json`",
-    LoadProblem.NOT_UTF8: "save the file as UTF-8",
-    LoadProblem.UNREADABLE: "check the file's permissions",
-    LoadProblem.TOO_LARGE: "a config.json is a few kilobytes; is this the right file?",
-    LoadProblem.NOT_REGULAR: "save the config to a file first and name that file",
-}
-
-
-def _load(path: Path, shown: str, sink: dx.Sink) -> SourceFile | None:
-    file, problem, detail = read_source(path, shown)
-    if problem is LoadProblem.EMPTY:
-        return file  # an empty file is not JSON: E0601 from the parser
-    if problem is not None:
-        sink.add(_LOAD_CODES[problem].at(None, path=shown, detail=detail, help=_LOAD_HELP[problem]))
-        return None
-    return file
-
-
-def _parse_int(text: str) -> int | float:
-    """A JSON integer; one too long to convert (Python refuses more than 4,300 digits, and no
-    config field has more than 20) is read as a float, so that it is reported as a bad value
-    (`Infinity`) on its field rather than raising."""
-    return int(text) if len(text) <= 100 else float(text)
-
-
-_DECODER = json.JSONDecoder(parse_int=_parse_int)
-
-
-def _parse(file: SourceFile, shown: str, sink: dx.Sink) -> dict[str, Any] | None:
-    try:
-        data = _DECODER.decode(file.text)
-    except json.JSONDecodeError as exc:
-        end = min(exc.pos + 1, len(file.text))
-        before = file.text[: exc.pos].rstrip(_WHITESPACE)
-        if before.endswith(",") and file.text[exc.pos : exc.pos + 1] in ("}", "]"):
-            comma = len(before) - 1
-            sink.add(dx.HF_NOT_JSON.at(
-                Span(file, exc.pos, end), "expected another entry", path=shown, detail=exc.msg.lower(),
-                secondary=[dx.Label(Span(file, comma, comma + 1), "after this trailing comma")],
-                help="remove the comma after the last entry: JSON allows no trailing comma",
-            ))
-        else:
-            sink.add(dx.HF_NOT_JSON.at(
-                Span(file, exc.pos, end), "here", path=shown, detail=exc.msg.lower(),
-                help="config.json is strict JSON: double-quoted names and strings, no comments, "
-                     "no trailing commas",
-            ))
-        return None
-    except RecursionError:
-        sink.add(dx.HF_NOT_JSON.at(Span(file, 0, 0), "", path=shown, detail="nested too deeply",
-                                   help="a config.json is an object of names and values a few levels deep; "
-                                        "is this the right file?"))
-        return None
-    if not isinstance(data, dict):
-        start = _skip_ws(file.text, 0)
-        sink.add(dx.HF_BAD_VALUE.at(
-            Span(file, start, min(start + 1, len(file.text))), "the top level", field=shown,
-            expected="a JSON object", found=_describe(data),
-            help="a Hugging Face config.json is one object: `{\"model_type\": \"llama\", ...}`",
-        ))
-        return None
-    return data
-
-
-@dataclass(frozen=True)
-class _Entry:
-    key: tuple[int, int]
-    value: tuple[int, int]
-
-
-def _skip_ws(text: str, i: int) -> int:
-    while i < len(text) and text[i] in _WHITESPACE:
-        i += 1
-    return i
-
-
-def _top_level_spans(text: str) -> dict[str, _Entry]:
-    """Where each key of the (valid) top-level object and its value are; the last duplicate wins,
-    as in `json.loads`."""
-    decoder = _DECODER
-    entries: dict[str, _Entry] = {}
-    i = _skip_ws(text, 0) + 1  # past `{`
-    i = _skip_ws(text, i)
-    while i < len(text) and text[i] == '"':
-        key, key_end = decoder.raw_decode(text, i)
-        colon = _skip_ws(text, key_end)
-        value_start = _skip_ws(text, colon + 1)
-        _, value_end = decoder.raw_decode(text, value_start)
-        entries[key] = _Entry((i, key_end), (value_start, value_end))
-        i = _skip_ws(text, value_end)
-        if i < len(text) and text[i] == ",":
-            i = _skip_ws(text, i + 1)
-    return entries
-
-
-def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "`true`" if value else "`false`"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, str):
-        return f"the string `{json.dumps(value)}`" if len(value) <= 20 else "a string"
-    text = json.dumps(value)
-    return f"`{text if len(text) <= 24 else text[:21] + '...'}`"
-
-
-def _string(text: str) -> str:
-    """A plan string literal."""
-    clean = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("\r", " ")
-    return f'"{clean}"'
-
-
-# --- mapping -------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class _Line:
     """An `input = value source "..."` line of the instance, or a comment when `input` is None."""
@@ -288,7 +161,7 @@ class _Line:
 
 class _Importer:
     def __init__(self, file: SourceFile, shown: str, name: str, data: dict[str, Any],
-                 spans: dict[str, _Entry], sink: dx.Sink) -> None:
+                 spans: dict[str, Entry], sink: dx.Sink) -> None:
         self.file, self.shown, self.name, self.sink = file, shown, name, sink
         self.data, self.spans = data, spans
         self.lines: list[_Line] = []
@@ -305,7 +178,7 @@ class _Importer:
         return Span(self.file, *entry.value)
 
     def object_span(self) -> Span:
-        start = _skip_ws(self.file.text, 0)
+        start = skip_ws(self.file.text, 0)
         return Span(self.file, start, min(start + 1, len(self.file.text)))
 
     def missing(self, key: str, needed: str) -> None:
@@ -320,7 +193,7 @@ class _Importer:
     def bad(self, key: str, expected: str, label: str = "") -> None:
         self.sink.add(dx.HF_BAD_VALUE.at(
             self.value_span(key), label or f"not {expected}", field=key, expected=expected,
-            found=_describe(self.data[key]), help=f"write {expected} here, as published config.json files do",
+            found=describe_value(self.data[key]), help=f"write {expected} here, as published config.json files do",
         ))
 
     def contradiction(self, first: str, second: str, detail: str, label: str, other: str, help: str) -> None:
@@ -703,7 +576,6 @@ class _Importer:
             if line.input is None:
                 out.append(f"  # {line.value}")
             else:
-                out.append(f"  {line.input} = {line.value} source {_string(line.source)}")
+                out.append(f"  {line.input} = {line.value} source {plan_string(line.source)}")
         out.append("}")
         return "\n".join(out) + "\n"
-
