@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from planc.report import ahead as ahead_module
+from planc.jobs import cpu_cores
 from planc.report.ahead import ahead
 
-needs_two = pytest.mark.skipif(not ahead_module._parallel(), reason="needs a second core and fork")
+# the machine's cores, whatever PLAN_JOBS the environment sets
+needs_two = pytest.mark.skipif(cpu_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods(),
+                               reason="needs a second core and fork")
+
+
+@pytest.fixture(autouse=True)
+def every_core(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """These tests are about the second process: a cap in the environment is lifted."""
+    monkeypatch.delenv("PLAN_JOBS", raising=False)
+    yield
 
 
 @needs_two
@@ -71,3 +82,17 @@ def test_the_html_report_is_the_same_with_and_without_the_second_process(tmp_pat
         assert result.exit_code == 0, result.output
         pages.append(out.read_bytes())
     assert pages[0] == pages[1] and b"<svg" in pages[0]
+
+
+def test_plan_jobs_caps_the_forked_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planc.jobs import fork_workers
+
+    monkeypatch.setenv("PLAN_JOBS", "1")
+    assert fork_workers() == 1
+    monkeypatch.setenv("PLAN_JOBS", "64")  # a cap, not a demand: never more than the cores
+    assert fork_workers() == cpu_cores()
+    for ignored in ("", "many", "-2"):
+        monkeypatch.setenv("PLAN_JOBS", ignored)
+        assert fork_workers() == cpu_cores()
+    monkeypatch.setenv("PLAN_JOBS", "0")
+    assert fork_workers() == 1
