@@ -40,7 +40,7 @@ from typing import Any
 from . import diagnostics as dx
 from .pipeline import Compilation, compile_plan
 from .semantics import ir
-from .semantics.resolve import Program, stdlib_root
+from .semantics.resolve import Program, import_target, stdlib_root
 from .semantics.units import Dim, format_quantity
 from .source import SourceFile, Span
 from .syntax import ast
@@ -121,9 +121,10 @@ class Analysis:
                         self._add(step.span, Target("quantity", ir.node_id(stmt.name, step.name), step.span))
 
     def _import_file(self, stmt: ast.Import) -> Path | None:
-        name = stmt.path if stmt.path.endswith(".plan") else stmt.path + ".plan"
-        base = real_path(stmt.span.file).parent if name.startswith(("./", "../")) else stdlib_root()
-        target = (base / name).resolve()
+        try:
+            target = import_target(stmt.path, real_path(stmt.span.file))
+        except (OSError, ValueError):
+            return None
         return target if target in self._files or target.is_file() else None
 
     def _add(self, span: Span, target: Target) -> None:

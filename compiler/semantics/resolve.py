@@ -145,9 +145,8 @@ class _Loader:
     def _import(self, stmt: ast.Import, importer: Path) -> None:
         name = stmt.path if stmt.path.endswith(".plan") else stmt.path + ".plan"
         relative = name.startswith(("./", "../"))
-        base = importer.parent if relative else self.stdlib
         try:
-            target = (base / name).resolve()
+            target = import_target(stmt.path, importer)
         except (OSError, ValueError):  # a NUL or another name the file system cannot hold
             self.sink.add(dx.IMPORT_NOT_FOUND.at(
                 stmt.path_span, "not a file name", path=stmt.path,
@@ -179,6 +178,15 @@ class _Loader:
         if close:
             return f"did you mean `\"{close[0]}\"`?"
         return "stdlib plans: " + ", ".join(f"`{k}`" for k in known[:12])
+
+
+def import_target(path: str, importer: Path) -> Path:
+    """The file an `import "path"` in the file `importer` names (`.plan` appended when missing):
+    `./x`, `../x` beside the importer, anything else in the stdlib; resolved, not checked. May
+    raise OSError or ValueError for a name the file system cannot hold."""
+    name = path if path.endswith(".plan") else path + ".plan"
+    base = importer.parent if name.startswith(("./", "../")) else stdlib_root()
+    return (base / name).resolve()
 
 
 def load_program(path: Path, sink: dx.Sink, shown: str | None = None,
