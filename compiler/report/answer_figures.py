@@ -220,13 +220,11 @@ def _overlap(a: Any, b: Any) -> float:
 
 
 def _subject(table: Any) -> str:
-    subject = getattr(getattr(table, "stmt", None), "subject", None)
-    steps = getattr(subject, "steps", None)
-    return ".".join(s.name for s in steps) if steps else ""
+    q = table.question
+    return q.subject if isinstance(q, (ir.Search, ir.Table)) else ""
 
 
 def _search_axes(table: Any) -> str:
     """What a configuration's label lists: the searched fields, in order (`weights, batch`)."""
-    domains = getattr(getattr(table, "stmt", None), "domains", None) or ()
-    names = [getattr(getattr(d, "target", None), "dotted", None) for d in domains]
-    return ", ".join(n for n in names if n) if all(names) else ""
+    q = table.question
+    return ", ".join(a.label for a in q.axes) if isinstance(q, (ir.Search, ir.Table)) else ""

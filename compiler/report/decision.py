@@ -23,7 +23,6 @@ from ..lower import Stated
 from ..pipeline import Compilation
 from ..semantics import ir
 from ..semantics.units import Dim, format_number, format_quantity
-from ..syntax import ast
 
 
 @dataclass(frozen=True)
@@ -236,12 +235,12 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
 
     if not isinstance(ans, TableAnswer) or ans.kind != "search" or ans.best is None:
         return []
-    stmt = ans.stmt
-    assert isinstance(stmt, ast.SearchStmt)
+    q = ans.question
+    assert isinstance(q, ir.Search)
     column = ans.columns[0]
     best = float(ans.rows[ans.best][1][0])
-    where = location(ans.stmt.span)
-    subject = stmt.subject.dotted
+    where = location(q.span)
+    subject = q.subject
     opening = (f"The search over {', '.join(ans.axes)} ({ans.evaluated:,} configurations, {ans.feasible:,} of them "
                f"meeting its constraints) finds {ans.best_setting} best, with {column[0]} = ")
     out = [Sentence(((opening, ""), (_cell(best, column), ""), (".", "")), "deploy", subject, where)]
@@ -256,7 +255,7 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
     if math.isclose(value, best, rel_tol=1e-9, abs_tol=0.0):
         parts = (head, (f"is one of the best: its {column[0]} is the same, ", ""), shown_value, (".", ""))
     else:
-        lower_is_better = stmt.objective == "minimize"
+        lower_is_better = q.objective == "minimize"
         worse = value > best if lower_is_better else value < best
         gap = abs(value - best)
         if worse:

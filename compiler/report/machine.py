@@ -155,11 +155,11 @@ def _questions(doc: DocumentView, compilation: Compilation) -> list[dict[str, An
 
     lowered = compilation.lowered
     assert lowered is not None
-    answered = {id(a.stmt): a for a in compilation.answers}
+    answered = {id(a.question): a for a in compilation.answers}
     out = []
-    for view, stmt in zip(doc.questions, lowered.elaborated.questions):
+    for view, question in zip(doc.questions, lowered.elaborated.questions):
         record = asdict(view)
-        ans = answered.get(id(stmt))
+        ans = answered.get(id(question))
         columns: list[dict[str, Any]] = []
         values: list[list[Any]] = []
         if isinstance(ans, TableAnswer):

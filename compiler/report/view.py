@@ -470,7 +470,7 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
             f"({u.points:,} points, both ends included). Where a quantity moves the same way along every line of "
             "the grid it is taken as monotone in each range, and its interval comes from the corners; otherwise it "
             "is the smallest and largest value on the grid (sampled), which can miss a narrow extreme between points.")
-    answered = {id(a.stmt): a for a in compilation.answers}
+    answered = {id(a.question): a for a in compilation.answers}
     doc.questions = [_question(q, answered.get(id(q)), b) for q in el.questions]
     doc.sensitivities = [
         SensitivityView(s.target, tuple((n, f"{e:+.3g}") for n, e in s.entries[:8]))
@@ -494,12 +494,10 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
     return doc
 
 
-def _question(q: Any, ans: Any, b: _Builder) -> QuestionView:
+def _question(q: ir.Question, ans: Any, b: _Builder) -> QuestionView:
     from ..solve.answers import AskAnswer, SolveAnswer, TableAnswer
 
-    keyword = type(q).__name__.removesuffix("Stmt").lower()
-    title = getattr(q, "title", "") or (" ".join(q.span.text.split()) if keyword == "solve" else keyword)
-    base: dict[str, Any] = {"keyword": keyword, "title": title, "text": " ".join(q.span.text.split()), "location": location(q.span)}
+    base: dict[str, Any] = {"keyword": q.keyword, "title": q.title or q.keyword, "text": q.text, "location": location(q.span)}
     if isinstance(ans, AskAnswer):
         return _ask_view(base, ans, b)
     if isinstance(ans, SolveAnswer):
@@ -523,9 +521,9 @@ def _ask_view(base: dict[str, Any], ans: Any, b: _Builder) -> QuestionView:
         return QuestionView(**base, result="infeasible", infeasible=ans.infeasible)
     result = f"{ans.unknown} = {fmt(ans.value)}"
     if ans.objective_value is not None:
-        result += f", giving {ans.stmt.target.dotted} = {_any(b, ans.objective_value)}"
+        result += f", giving {ans.question.quantity.label} = {_any(b, ans.objective_value)}"
     def limit(v: Any) -> str:
-        return f"holds at {fmt(v)}" if ans.stmt.equation is not None else _bound(v, ans.lower_limits, fmt)
+        return f"holds at {fmt(v)}" if ans.question.equation is not None else _bound(v, ans.lower_limits, fmt)
 
     limits = tuple((_limit_name(lim), limit(lim.value)) for lim in ans.limits)
     binding = _limit_name(ans.binding) if ans.binding is not None else ""

@@ -11,6 +11,9 @@ Contract
   derived quantity recomputed from it.
 - Every problem is a diagnostic; a node that fails is remembered so one mistake is reported once.
   Cycles are reported with every member.
+- Questions: once the graph is complete, `questions.py` resolves every path the plan's questions
+  name into typed records (`Elaborated.questions`); a variant (`elaborate_variant`: the plan with
+  some fields overridden, as a question or a lever builds it) answers none.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..source import Span
 from ..syntax import ast
 from . import ir
 from .expressions import Expressions
+from .questions import questions
 from .resolve import Program
 from .units import DIMENSIONLESS, Dim
 from .values import (
@@ -33,12 +37,13 @@ from .values import (
     describe,
 )
 
-__all__ = ["Elaborator", "elaborate", "elaborate_expr"]
+__all__ = ["Elaborator", "elaborate", "elaborate_expr", "elaborate_variant"]
 
 
 class Elaborator(Expressions):
     # ---- entry point ----------------------------------------------------------------------
     def run(self) -> ir.Elaborated:
+        asked: list[ast.Question] = []
         for stmt in self.program.main.statements:
             if isinstance(stmt, ast.Meta):
                 setattr(self.out, stmt.key, stmt.value)
@@ -52,8 +57,10 @@ class Elaborator(Expressions):
                 self._summary(stmt)
             elif isinstance(stmt, (ast.SolveStmt, ast.AskStmt, ast.ScenarioStmt, ast.CompareStmt,
                                    ast.SweepStmt, ast.SearchStmt)):
-                self.out.questions.append(stmt)  # answered by the solve stage
+                asked.append(stmt)
         self._requirements()
+        if asked and not self.lean and not self.overrides:  # a variant answers no question
+            self.out.questions = questions(self.program, self.out, asked, self.sink)
         for stmt in self.program.main.statements:  # the plan's own levers, after its kinds'
             if isinstance(stmt, ast.LeverDecl) and not self.lean:
                 self._lever(None, stmt)
@@ -269,12 +276,17 @@ class Elaborator(Expressions):
         return found[0] if found and inst.decl.name_span.file.is_stdlib else inst.decl.name_span
 
 
-def elaborate(program: Program, sink: dx.Sink,
-              overrides: dict[tuple[str, str], ast.Expr] | None = None, lean: bool = False) -> ir.Elaborated:
-    """The plan as written, or a variant of it: each override `(instance, field) -> expression`
-    (a question's `given`, a scenario's assignment, a sweep's point) replaces that field's
-    definition everywhere, as an assignment in the plan would; `lean` builds only what the
-    summary, the checks and the requirements read."""
+def elaborate(program: Program, sink: dx.Sink) -> ir.Elaborated:
+    """The plan as written, with its questions (`Elaborated.questions`)."""
+    return Elaborator(program, sink).run()
+
+
+def elaborate_variant(program: Program, sink: dx.Sink, overrides: dict[ir.FieldRef, ast.Expr],
+                      lean: bool = False) -> ir.Elaborated:
+    """A variant of the plan: each override `(instance, field) -> expression` (a question's
+    `given`, a scenario's assignment, a sweep's point, a lever) replaces that field's definition
+    everywhere, as an assignment in the plan would. A variant answers no question; `lean` builds
+    only what the summary, the checks and the requirements read (no findings, levers, figures)."""
     return Elaborator(program, sink, overrides, lean).run()
 
 

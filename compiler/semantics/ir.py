@@ -175,6 +175,115 @@ class Check:
     span: Span
 
 
+# ---- questions ------------------------------------------------------------------------
+# A question's paths are resolved to fields when the plan is elaborated (a misspelt path is a
+# diagnostic there, like any other name); its expressions (values, constraints, equation sides,
+# plotted quantities) stay as written, because each is elaborated against the variant of the
+# plan it is asked of: a `given`, a scenario or a sweep's point changes the graph they read.
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """A field a question sets (an ask's `given`, a scenario's assignment) and the value as written."""
+
+    field: FieldRef
+    value: ast.Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """A domain a question varies: the field (`label` its path as written), and its listed values
+    or its range as written."""
+
+    label: str
+    field: FieldRef
+    values: tuple[ast.Expr, ...] | None
+    low: ast.Expr | None
+    high: ast.Expr | None
+    step: str | None  # log2, log10, linear; None: linear
+    whole: bool  # the field is declared `integer`: every value must be a whole number
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """A quantity a question reads in each variant (an objective, a plotted axis): its label as
+    written, the field it names, and the expression that reads it."""
+
+    label: str
+    field: FieldRef
+    expr: ast.Expr
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionBase:
+    keyword: str  # ask, solve, scenario, compare, sweep, search
+    title: str  # the title as written; for an untitled question its keyword (a solve: its text)
+    span: Span
+
+    @property
+    def text(self) -> str:
+        """The question as written, on one line."""
+        return " ".join(self.span.text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Ask(QuestionBase):
+    """`ask "t": maximize x subject to c1, c2 given a = 1`, `... maximize q over x ...`, or
+    `ask "t": solve l = r for x`. `unknown` is the field solved for; `quantity` the one to
+    optimise when it is another (`over`); `objective` None for an equation."""
+
+    objective: str | None
+    unknown: FieldRef
+    unknown_span: Span
+    quantity: Column | None
+    constraints: tuple[ast.Expr, ...]
+    equation: tuple[ast.Expr, ast.Expr] | None
+    given: tuple[Setting, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Solve(QuestionBase):
+    """`solve devices for chat`: a derived quantity with the choices that decide it, or an input
+    with the range over which the plan's checks hold."""
+
+    field: FieldRef
+    field_span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario(QuestionBase):
+    settings: tuple[Setting, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Table(QuestionBase):
+    """`compare` (one axis) and `sweep` (several): the summary and checks, or the plotted
+    `columns` when given, at every point of the axes."""
+
+    subject: str
+    axes: tuple[Axis, ...]
+    columns: tuple[Column, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Search(QuestionBase):
+    """`search chat over ... minimize q subject to ...`: every configuration of the axes, ranked;
+    `pareto` the two plotted quantities whose front it lists (empty without a pareto plot)."""
+
+    subject: str
+    axes: tuple[Axis, ...]
+    objective: str
+    target: Column
+    constraints: tuple[ast.Expr, ...]
+    pareto: tuple[Column, ...]
+
+
+Question = Ask | Solve | Scenario | Table | Search
+
+
 @dataclass
 class Elaborated:
     nodes: dict[str, Node] = field(default_factory=dict)
@@ -190,7 +299,7 @@ class Elaborated:
     main_instances: list[str] = field(default_factory=list)
     title: str | None = None
     scope: str | None = None
-    questions: list[ast.Question] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)  # answered by the solve stage
     # fields whose value is static (an enum member, an instance, a literal boolean), by a key
     # that is equal exactly when the values are: `dtype.fp8`, `instance h100_sxm`, `true`
     statics: dict[str, str] = field(default_factory=dict)

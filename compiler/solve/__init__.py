@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 from .. import diagnostics as dx
 from ..lower import Lowered
+from ..semantics import ir
 from ..semantics.resolve import Program
-from ..syntax import ast
 from .answers import Answer, AskAnswer, Choice, LeverAnswer, Limit, Sensitivity, SolveAnswer, TableAnswer
 from .ask import Asks
 from .search import Searches
@@ -49,16 +49,13 @@ def answer(program: Program, lowered: Lowered, sink: dx.Sink
 class Solver(Asks, Tables, Searches, Sensitivities):
     """Every question kind over one plan, with the variants they build shared (memoised)."""
 
-    def question(self, q: ast.Question) -> Answer | None:
-        if isinstance(q, ast.AskStmt):
+    def question(self, q: ir.Question) -> Answer | None:
+        if isinstance(q, ir.Ask):
             return self.ask(q)
-        if isinstance(q, ast.ScenarioStmt):
+        if isinstance(q, ir.Scenario):
             return self.scenario(q)
-        if isinstance(q, ast.CompareStmt):
-            return self.table(q, q.subject, [q.domain], "compare", None)
-        if isinstance(q, ast.SweepStmt):
-            return self.table(q, q.subject, list(q.domains), "sweep", q.plot)
-        if isinstance(q, ast.SearchStmt):
+        if isinstance(q, ir.Table):
+            return self.table(q)
+        if isinstance(q, ir.Search):
             return self.search(q)
-        assert isinstance(q, ast.SolveStmt)
         return self.solve(q)

@@ -1,7 +1,7 @@
 """The answers: typed records of what each question found, which the report formats.
 
-Contract: plain dataclasses over the syntax tree (the question each answers) and the typed IR
-(expressions, dimensions); nothing here computes, and nothing imports the solver, so a module
+Contract: plain dataclasses over the typed IR (the question each answers, expressions,
+dimensions); nothing here computes, and nothing imports the solver, so a module
 that only reads answers (the report, `pipeline.Compilation`) depends on this file alone.
 """
 
@@ -13,7 +13,6 @@ from typing import Any
 
 from ..semantics import ir
 from ..semantics.units import Dim
-from ..syntax import ast
 
 
 @dataclass
@@ -29,7 +28,7 @@ class Limit:
 
 @dataclass
 class AskAnswer:
-    stmt: ast.AskStmt
+    question: ir.Ask
     unknown: str
     unknown_dim: Dim
     integer: bool
@@ -53,7 +52,7 @@ class AskAnswer:
 class TableAnswer:
     """Scenarios, comparisons, sweeps and searches: rows of values over the plan's variants."""
 
-    stmt: ast.Question
+    question: ir.Question
     kind: str
     title: str
     columns: list[tuple[str, ir.Type, str | None]]  # label, dimension, display unit
@@ -94,7 +93,7 @@ class SolveAnswer:
     """`solve <quantity> for <instance>`: a derived quantity with the choices that decide it, or an
     input with the range over which every check of the plan holds (the two ends as asks)."""
 
-    stmt: ast.SolveStmt
+    question: ir.Solve
     unknown: str
     dim: ir.Type
     value: Any = None

@@ -23,41 +23,27 @@ from .. import diagnostics as dx
 from ..lower import Lowered
 from ..semantics import ir
 from ..semantics.units import DIMENSIONLESS, Dim
-from ..syntax import ast
 from .answers import AskAnswer, Limit, SolveAnswer
 from .base import SolverBase
 from .choices import choices
 from .graph import depends, inputs_of, solved_over_integers, span_of
-from .literals import candidates, path_expr
+from .literals import candidates
 from .probe import LIMIT_TOLERANCE, ROOT_TOLERANCE, NonMonotone, Probe
 
 
 class Asks(SolverBase):
-    def ask(self, q: ast.AskStmt) -> AskAnswer | None:
-        unknown_t = self.target(q.target)
-        given = {}
-        for g in q.given:
-            t = self.target(g.target)
-            if t is None:
-                return None
-            given[t] = g.value
-        if unknown_t is None:
-            return None
-        lowered = self.variant(given, q.span)
+    def ask(self, q: ir.Ask) -> AskAnswer | None:
+        lowered = self.variant({g.field: g.value for g in q.given}, q.span)
         if lowered is None:
             return None
-        unknown = ir.node_id(*unknown_t)
-        objective: ir.Expr | None = None
-        if q.over is not None:
-            over_t = self.target(q.over)
-            if over_t is None:
-                return None
-            objective = self.expr_in(path_expr(q.target), lowered)
-            unknown = ir.node_id(*over_t)
+        unknown = ir.node_id(*q.unknown)
+        objective = self.expr_in(q.quantity.expr, lowered) if q.quantity is not None else None
+        if q.quantity is not None and objective is None:
+            return None
         node = lowered.elaborated.nodes.get(unknown)
         if node is None or not isinstance(node.dim, Dim):
             self.sink.add(dx.UNDERDETERMINED.at(
-                (q.over or q.target).span, "not a quantity of this plan", name=unknown,
+                q.unknown_span, "not a quantity of this plan", name=unknown,
                 help="the unknown must be a numeric field the plan uses, like `chat.batch`"))
             return None
         if q.equation is not None:
@@ -67,7 +53,7 @@ class Asks(SolverBase):
             return None
         return self.optimize(q, lowered, unknown, node, constraints, objective)
 
-    def optimize(self, q: ast.AskStmt, lowered: Lowered, unknown: str, node: ir.Node,
+    def optimize(self, q: ir.Ask, lowered: Lowered, unknown: str, node: ir.Node,
                  constraints: list[ir.Expr], objective: ir.Expr | None) -> AskAnswer | None:
         integer = solved_over_integers(node, lowered.values[unknown])
         maximize = q.objective == "maximize"
@@ -186,7 +172,7 @@ class Asks(SolverBase):
         ))
         return ans
 
-    def solve_equation(self, q: ast.AskStmt, lowered: Lowered, unknown: str, node: ir.Node) -> AskAnswer | None:
+    def solve_equation(self, q: ir.Ask, lowered: Lowered, unknown: str, node: ir.Node) -> AskAnswer | None:
         assert q.equation is not None
         left, right = (self.expr_in(e, lowered) for e in q.equation)
         if left is None or right is None:
@@ -224,23 +210,14 @@ class Asks(SolverBase):
             return
         ans.steps, ans.closed_form, ans.closed_value = result
 
-    def solve(self, q: ast.SolveStmt) -> SolveAnswer | None:
+    def solve(self, q: ir.Solve) -> SolveAnswer | None:
         """A derived quantity: its value and every choice (`max`, `min`, `if`) in the formulas it
         is computed from, with the branch in effect and what the others would give. An input: the
         smallest and largest values for which every check of the plan that depends on it holds."""
-        quantity, subject = q.subject, q.unknown  # `solve devices for chat`
-        if len(subject.steps) != 1 or not isinstance(self.program.names.get(subject.steps[0].name), ast.InstanceDecl):
-            self.sink.add(dx.WRONG_TYPE.at(subject.span, "not an instance", expected="an instance after `for`",
-                                           found=f"`{subject.dotted}`",
-                                           help="name the instance the quantity belongs to: `solve devices for chat`"))
-            return None
-        t = self.target(quantity, subject)
-        if t is None:
-            return None
-        node_id = ir.node_id(*t)
+        node_id = ir.node_id(*q.field)
         node = self.nodes.get(node_id)
         if node is None or not isinstance(node.dim, Dim):
-            self.sink.add(dx.UNDERDETERMINED.at(quantity.span, "not a quantity of this plan", name=node_id,
+            self.sink.add(dx.UNDERDETERMINED.at(q.field_span, "not a quantity of this plan", name=node_id,
                                                 help="name a numeric field of the instance, like `solve devices for chat`"))
             return None
         ans = SolveAnswer(q, node_id, node.dim, self.base.values.get(node_id))
@@ -253,10 +230,10 @@ class Asks(SolverBase):
                 q.span, "no check of the plan depends on it", name=node_id,
                 help="add a `check` on a quantity computed from it, or ask with explicit constraints"))
             return None
-        ends = [self.optimize(ast.AskStmt(q.span, f"{objective} {node_id}", objective, quantity, None, (), None, ()),
-                              self.base, node_id, node, checks, None) for objective in ("minimize", "maximize")]
+        ends = [self.optimize(ir.Ask("ask", f"{objective} {node_id}", q.span, objective, q.field, q.field_span, None,
+                                     (), None, ()), self.base, node_id, node, checks, None)
+                for objective in ("minimize", "maximize")]
         if None in ends:
             return None
         ans.low, ans.high = ends
         return ans
-

@@ -3,13 +3,14 @@ question's expressions against it, and reading a question's domains.
 
 Contract
 - `SolverBase(program, lowered, sink)` holds the plan as compiled (`base`) and the diagnostics
-  sink; each question kind is a mixin over it (`ask.py`, `tables.py`, `search.py`,
+  sink; its questions arrive typed, their paths already resolved to fields by elaboration
+  (`semantics/questions.py`); each question kind is a mixin over it (`ask.py`, `tables.py`, `search.py`,
   `sensitivity.py`) and `Solver` in `__init__` is their union.
 - A question's `given`, a scenario's assignments and a sweep's points are *overrides*: they
   replace a field's definition, as an assignment in the plan would. `variant(overrides, span)`
   is the plan so changed, evaluated and memoised: numeric overrides of quantities the plan has
   replace those nodes without re-elaborating (`_substituted`); overrides of enum or instance
-  fields (weights = fp8) re-elaborate the plan (`elaborate(..., overrides)`). A variant that is
+  fields (weights = fp8) re-elaborate the plan (`elaborate_variant`). A variant that is
   not a valid plan is a diagnostic at the question (E0503), or at the question's own value when
   the error lies there (E0409 on `2.5`).
 - `range_of`/`points` check a domain (finite ends, low end first, a log step above zero, whole
@@ -26,7 +27,7 @@ from typing import Any
 from .. import diagnostics as dx
 from ..lower import EvalError, Lowered, evaluate, is_whole, lower
 from ..semantics import ir
-from ..semantics.elaborate import elaborate, elaborate_expr
+from ..semantics.elaborate import elaborate_expr, elaborate_variant
 from ..semantics.resolve import Program
 from ..semantics.values import static_key
 from ..syntax import ast
@@ -54,41 +55,6 @@ class SolverBase:
         self.nodes = lowered.elaborated.nodes
         self._variants: dict[tuple[Any, ...], Lowered | None] = {}
 
-    def target(self, path: ast.Path, subject: ast.Path | None = None) -> ir.FieldRef | None:
-        """(instance, field) named by a path, relative to a subject instance if given."""
-        steps = list(path.steps)
-        if subject is not None:
-            steps = list(subject.steps) + steps
-        names = [s.name if not s.indexed else f"[{s.name}]" for s in steps]
-        if len(steps) < 2 or not isinstance(self.program.names.get(steps[0].name), ast.InstanceDecl):
-            self.sink.add(dx.UNKNOWN_NAME.at(path.span, "not an instance's field", name=path.dotted,
-                                             help="name a field of an instance, like `chat.batch`"))
-            return None
-        field_name = names[1] + "".join(names[2:])
-        node_id = ir.node_id(steps[0].name, field_name)
-        if any(not s.indexed for s in steps[2:]) or (node_id not in self.nodes and node_id not in self.base.elaborated.statics):
-            fields = sorted({n.split(".", 1)[1].split("[", 1)[0] for n in (*self.nodes, *self.base.elaborated.statics)
-                             if n.split(".", 1)[0] == steps[0].name and "@" not in n})
-            from ..semantics.values import suggestion
-
-            near = suggestion(field_name, fields, []) if len(steps) == 2 else None
-            if subject is not None and len(subject.steps) > 1:  # `sweep chat.devices over chat.batch in ...`
-                hint = (f"a question's subject is an instance and its domains name that instance's fields: "
-                        f"`over {path.steps[-1].name} in ...` varies `{steps[0].name}.{path.steps[-1].name}`")
-            elif near:
-                hint = f"did you mean `{steps[0].name}.{near}`?"
-            else:
-                hint = f"name one field of `{steps[0].name}`, like `{steps[0].name}.batch`"
-            shown = ".".join(s.name for s in steps)
-            self.sink.add(dx.UNKNOWN_NAME.at(path.span, f"`{shown}` is not a field of `{steps[0].name}`", name=shown, help=hint))
-            return None
-        return steps[0].name, field_name
-
-    def whole(self, target: ir.FieldRef) -> str:
-        """The field's id if it takes whole numbers only (declared `integer`), else ""."""
-        node = self.nodes.get(ir.node_id(*target))
-        return node.id if node is not None and node.integral else ""
-
     def variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
         """The plan with some definitions replaced, evaluated (memoised: a comparison, a search
         and an ask often build the same variant). An override that sets a field to the value it
@@ -104,7 +70,7 @@ class SolverBase:
 
     def _build_variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
         sink = dx.Sink()
-        elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides)
+        elaborated = self._substituted(overrides) or elaborate_variant(self.program, sink, overrides)
         lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             first = next(d for d in sink.items if d.is_error)
@@ -160,23 +126,22 @@ class SolverBase:
                                            found=type(value).__name__, help="name a quantity of the plan"))
         return None
 
-    def points(self, domain: ast.Domain, lowered: Lowered, whole: str = "") -> list[ast.Expr] | None:
+    def points(self, domain: ir.Axis, lowered: Lowered) -> list[ast.Expr] | None:
         """The domain's values; of a field declared `integer`, whole numbers only."""
-        bounds = self.range_of(domain, lowered, whole)
+        bounds = self.range_of(domain, lowered)
         if bounds is None:
             return None
         if isinstance(bounds, list):
             return bounds
         lo, hi, step, dim = bounds
-        values = range_points(lo, hi, step, bool(whole))
+        values = range_points(lo, hi, step, domain.whole)
         return [number_like(domain.low, v, dim) for v in values]  # type: ignore[arg-type]
 
-    def range_of(self, domain: ast.Domain, lowered: Lowered,
-                 whole: str = "") -> list[ast.Expr] | tuple[float, float, str, Any] | None:
+    def range_of(self, domain: ir.Axis, lowered: Lowered) -> list[ast.Expr] | tuple[float, float, str, Any] | None:
         """A domain's list of values, or a range's checked ends (low, high, step, dimension):
         both ends evaluate to finite numbers, the low end first, a log-stepped range starting
-        above zero; with `whole` (the id of a field declared `integer`), every listed value and both
-        ends whole numbers (E0409 at the one that is not). Nothing is built here, so the size
+        above zero; of a field declared `integer`, every listed value and both ends whole numbers
+        (E0409 at the one that is not). Nothing is built here, so the size
         can be checked first (`domain_size`)."""
         if domain.values is not None:
             for v in domain.values:
@@ -184,10 +149,11 @@ class SolverBase:
                     self.sink.add(dx.BAD_RANGE.at(v.span, "beyond ±1.8e308", message="a value of the domain is not a finite number",
                                                   help="write values within about 1e±308"))
                     return None
-                if whole and not self._whole_value(v, lowered, whole):
+                if domain.whole and not self._whole_value(v, lowered, ir.node_id(*domain.field)):
                     return None
             return list(domain.values)
-        if whole and not all(self._whole_value(e, lowered, whole) for e in (domain.low, domain.high) if e is not None):
+        if domain.whole and not all(self._whole_value(e, lowered, ir.node_id(*domain.field))
+                                    for e in (domain.low, domain.high) if e is not None):
             return None
         assert domain.low is not None and domain.high is not None
         lo_v, hi_v = (self.expr_in(e, lowered) for e in (domain.low, domain.high))
@@ -235,7 +201,7 @@ class SolverBase:
                                       value=short_number(number), help=f"use whole numbers, such as {low} or {low + 1}"))
         return False
 
-    def sized(self, q: ast.Question, domains: list[ast.Domain]) -> list[list[ast.Expr] | tuple[float, float, str, Any]] | None:
+    def sized(self, q: ir.Question, domains: tuple[ir.Axis, ...]) -> list[list[ast.Expr] | tuple[float, float, str, Any]] | None:
         """Every domain's ends, checked, and their product against the shared cap, before any
         point exists."""
         bounds = []

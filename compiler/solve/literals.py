@@ -1,5 +1,5 @@
 """The values questions are written with: a question's literals and ranges, their labels in a
-table, the points of a range, and how a path becomes an expression.
+table, the points of a range.
 
 Contract: pure functions of syntax-tree nodes and numbers; no plan is evaluated here.
 """
@@ -12,13 +12,6 @@ from typing import Any
 
 from ..semantics.units import DIMENSIONLESS
 from ..syntax import ast
-
-
-def path_expr(path: ast.Path) -> ast.Expr:
-    expr: ast.Expr = ast.Name(path.steps[0].span, path.steps[0].name)
-    for step in path.steps[1:]:
-        expr = ast.Attribute(step.span, expr, step.name, step.span)
-    return expr
 
 
 def expr_key(e: ast.Expr) -> Any:

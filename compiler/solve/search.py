@@ -18,11 +18,11 @@ from ..semantics.units import DIMENSIONLESS
 from ..syntax import ast
 from .answers import TableAnswer
 from .base import SolverBase
-from .literals import is_neg_number, label_of, literal_value, path_expr, static_label
+from .literals import is_neg_number, label_of, literal_value, static_label
 
 
 class Searches(SolverBase):
-    def search(self, q: ast.SearchStmt) -> TableAnswer | None:
+    def search(self, q: ir.Search) -> TableAnswer | None:
         """Evaluate every configuration (static choices re-elaborate the plan; numeric axes are
         evaluated together, vectorised, on only the nodes the objective and constraints read)."""
         import numpy as np
@@ -31,13 +31,9 @@ class Searches(SolverBase):
         from ..vector import evaluate_many, needed
 
         axes = self._search_axes(q)
-        target_t = self.target(q.target, q.subject)
-        if axes is None or target_t is None:
+        if axes is None:
             return None
         static_axes, numeric_axes = axes
-        objective_path = path_expr(ast.Path(q.target.span, q.subject.steps + q.target.steps))
-        plot_axes = q.plot.axes if q.plot is not None and q.plot.kind == "pareto" else ()
-        plot_paths = [path_expr(ast.Path(p.span, q.subject.steps + p.steps)) for p in plot_axes]
         shape = tuple(len(p) for _, p in numeric_axes)
         blocks: list[tuple[tuple[ast.Expr, ...], Any, Any, Any, list[Any]]] = []
         for static_combo in itertools.product(*(p for _, p in static_axes)):
@@ -45,7 +41,7 @@ class Searches(SolverBase):
             variant = self.variant(overrides, q.span) if overrides else self.base
             if variant is None:
                 continue
-            found = [self.expr_in(e, variant) for e in (objective_path, *q.constraints, *plot_paths)]
+            found = [self.expr_in(e, variant) for e in (q.target.expr, *q.constraints, *(c.expr for c in q.pareto))]
             exprs = [e for e in found if e is not None]
             if len(exprs) != len(found):
                 return None
@@ -66,18 +62,18 @@ class Searches(SolverBase):
             failed[(failed < 0) & ~np.isfinite(objective)] = len(q.constraints)
             extras = [as_array(e, float) for e in exprs[1 + len(q.constraints):]]
             blocks.append((static_combo, objective, failed, n, extras))
-        return self._search_table(q, target_t, static_axes, numeric_axes, shape, blocks, plot_axes)
+        return self._search_table(q, static_axes, numeric_axes, shape, blocks)
 
-    def _search_axes(self, q: ast.SearchStmt) -> tuple[list[Any], list[Any]] | None:
-        if self.sized(q, list(q.domains)) is None:
+    def _search_axes(self, q: ir.Search) -> tuple[list[Any], list[Any]] | None:
+        if self.sized(q, q.axes) is None:
             return None
         static_axes: list[tuple[ir.FieldRef, list[ast.Expr]]] = []
         numeric_axes: list[tuple[str, list[ast.Expr]]] = []
-        for d in q.domains:
-            t = self.target(d.target, q.subject)
-            pts = self.points(d, self.base, self.whole(t)) if t is not None else None
-            if t is None or pts is None:
+        for d in q.axes:
+            pts = self.points(d, self.base)
+            if pts is None:
                 return None
+            t = d.field
             node_id = ir.node_id(*t)
             if node_id in self.nodes and all(isinstance(p, ast.Number) or is_neg_number(p) for p in pts):
                 numeric_axes.append((node_id, pts))
@@ -85,9 +81,8 @@ class Searches(SolverBase):
                 static_axes.append((t, pts))
         return static_axes, numeric_axes
 
-    def _search_table(self, q: ast.SearchStmt, target_t: ir.FieldRef, static_axes: list[Any],
-                      numeric_axes: list[Any], shape: tuple[int, ...], blocks: list[Any],
-                      plot_axes: tuple[ast.Path, ...]) -> TableAnswer:
+    def _search_table(self, q: ir.Search, static_axes: list[Any], numeric_axes: list[Any],
+                      shape: tuple[int, ...], blocks: list[Any]) -> TableAnswer:
         import numpy as np
 
         def parts(b: int, i: int) -> list[str]:
@@ -104,15 +99,14 @@ class Searches(SolverBase):
                     for i in np.nonzero(failed < 0)[0]]
         ranked = sorted(feasible)[:10]
         rejected = [(b, int(i)) for b, (_, _, failed, _, _) in enumerate(blocks) for i in np.nonzero(failed >= 0)[0][:5]][:5]
-        node_id = ir.node_id(*target_t)
-        node = self.nodes.get(node_id)
-        table = TableAnswer(q, "search", f"{q.objective} {q.target.dotted}", [], [])
+        plot_axes = q.pareto
+        node_id = ir.node_id(*q.target.field)
+        table = TableAnswer(q, "search", f"{q.objective} {q.target.label}", [], [])
         table.evaluated = sum(blk[3] for blk in blocks)
-        table.columns = [(q.target.dotted, node.dim if node else DIMENSIONLESS, node.unit if node else None),
-                         ("eliminated by", "text", None)]
+        table.columns = [(q.target.label, *self._dim_of(q.target)), ("eliminated by", "text", None)]
         # a plotted axis that is the objective itself is its column, not a copy of it
-        own = [k for k, p in enumerate(plot_axes) if p.dotted != q.target.dotted]
-        table.columns += [(plot_axes[k].dotted, *self._dim_of(q.subject, plot_axes[k])) for k in own]
+        own = [k for k, p in enumerate(plot_axes) if p.label != q.target.label]
+        table.columns += [(plot_axes[k].label, *self._dim_of(plot_axes[k])) for k in own]
         table.plot_columns = tuple(2 + own.index(k) if k in own else 0 for k in range(len(plot_axes)))
 
         def axis_value(b: int, i: int) -> list[float]:
@@ -142,12 +136,12 @@ class Searches(SolverBase):
             table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))
         table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
         if front:
-            table.notes.append("Pareto front (" + ", ".join(p.dotted for p in plot_axes) + "): "
+            table.notes.append("Pareto front (" + ", ".join(p.label for p in plot_axes) + "): "
                                + "; ".join(label(b, i) for b, i in front[:12]))
         return table
 
-    def _dim_of(self, subject: ast.Path, p: ast.Path) -> tuple[ir.Type, str | None]:
-        node = self.nodes.get(".".join(s.name for s in subject.steps + p.steps))
+    def _dim_of(self, column: ir.Column) -> tuple[ir.Type, str | None]:
+        node = self.nodes.get(ir.node_id(*column.field))
         return (node.dim, node.unit) if node is not None else (DIMENSIONLESS, None)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from .. import diagnostics as dx
 from ..lower import Lowered, lower
 from ..semantics import ir
-from ..semantics.elaborate import elaborate
+from ..semantics.elaborate import elaborate_variant
 from ..semantics.units import Dim
 from ..syntax import ast
 from .answers import Choice, LeverAnswer, Sensitivity
@@ -118,7 +118,7 @@ class Sensitivities(SolverBase):
             return self._variants[key], ""
         sink = dx.Sink()
         # only the summary and the checks are read: a re-elaboration builds just what they need
-        elaborated = self._substituted(overrides) or elaborate(self.program, sink, overrides, lean=True)
+        elaborated = self._substituted(overrides) or elaborate_variant(self.program, sink, overrides, lean=True)
         lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             return None, next(d.message for d in sink.items if d.is_error)

@@ -21,7 +21,7 @@ from ..syntax import ast
 from .answers import TableAnswer
 from .base import SolverBase
 from .choices import binding_notes, headline_rows, valid_points
-from .literals import is_neg_number, label_of, literal_value, path_expr, plain
+from .literals import is_neg_number, label_of, literal_value, plain
 
 EXACT_POINTS = 64
 """A sweep or comparison of up to this many points is evaluated exactly, point by point (a table
@@ -32,14 +32,8 @@ is evaluated, and the notes say how many)."""
 
 
 class Tables(SolverBase):
-    def scenario(self, q: ast.ScenarioStmt) -> TableAnswer | None:
-        overrides = {}
-        for a in q.assignments:
-            t = self.target(a.target)
-            if t is None:
-                return None
-            overrides[t] = a.value
-        variant = self.variant(overrides, q.span)
+    def scenario(self, q: ir.Scenario) -> TableAnswer | None:
+        variant = self.variant({a.field: a.value for a in q.settings}, q.span)
         if variant is None:
             return None
         base, new = headline_rows(self.base), headline_rows(variant)
@@ -53,23 +47,19 @@ class Tables(SolverBase):
         table.evaluated = 1
         return table
 
-    def table(self, q: ast.Question, subject: ast.Path, domains: list[ast.Domain], kind: str,
-              plot: ast.Plot | None) -> TableAnswer | None:
-        if self.sized(q, domains) is None:
+    def table(self, q: ir.Table) -> TableAnswer | None:
+        if self.sized(q, q.axes) is None:
             return None
         targets, axes = [], []
-        for d in domains:
-            t = self.target(d.target, subject)
-            pts = self.points(d, self.base, self.whole(t)) if t is not None else None
-            if t is None or pts is None:
+        for d in q.axes:
+            pts = self.points(d, self.base)
+            if pts is None:
                 return None
-            targets.append(t)
+            targets.append(d.field)
             axes.append(pts)
-        columns_exprs = self._columns(subject, plot)
-        if columns_exprs is None:
-            return None
+        columns_exprs = [c.expr for c in q.columns]  # none: the plan's summary and checks
         title = " × ".join(f"{t[1]}" for t in targets)
-        table = TableAnswer(q, kind, title, [], [])
+        table = TableAnswer(q, q.keyword, title, [], [])
         total = math.prod(len(a) for a in axes)
         numeric = [ir.node_id(*t) in self.nodes and all(isinstance(p, ast.Number) or is_neg_number(p) for p in pts)
                    for t, pts in zip(targets, axes)]
@@ -89,7 +79,7 @@ class Tables(SolverBase):
             table.evaluated += 1
         return table
 
-    def _vector_table(self, q: ast.Question, table: TableAnswer, targets: list[ir.FieldRef],
+    def _vector_table(self, q: ir.Table, table: TableAnswer, targets: list[ir.FieldRef],
                       axes: list[list[ast.Expr]], numeric: list[bool], columns_exprs: list[ast.Expr]) -> TableAnswer:
         """A large sweep: each combination of its static axes (an enum member, an instance) is a
         variant of the plan; over its numeric axes every point is evaluated in one vectorised
@@ -158,11 +148,6 @@ class Tables(SolverBase):
             if value is not None:
                 out.append(value)
         return out
-
-    def _columns(self, subject: ast.Path, plot: ast.Plot | None) -> list[ast.Expr] | None:
-        if plot is None or not plot.axes:
-            return []  # the plan's summary and checks
-        return [path_expr(ast.Path(p.span, subject.steps + p.steps)) for p in plot.axes]
 
     def _evaluate_columns(self, exprs: list[ast.Expr], lowered: Lowered) -> list[tuple[str, ir.Type, str | None, Any]]:
         if not exprs:
