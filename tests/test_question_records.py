@@ -99,3 +99,10 @@ def test_no_stage_after_elaboration_reads_a_question_syntax_tree() -> None:
     offenders = [str(p.relative_to(root)) for p in readers if statement.search(p.read_text(encoding="utf-8"))]
     assert offenders == []
     assert not [str(p.relative_to(root)) for p in readers if '"stmt"' in p.read_text(encoding="utf-8")]
+
+
+def test_a_node_id_reads_back_into_its_owner_and_field() -> None:
+    for owner, field in [("chat", "batch"), ("h100_sxm", "peak_flops[bf16]"), ("dtype", "bf16.bytes")]:
+        assert ir.field_ref(ir.node_id(owner, field)) == (owner, field)
+    assert ir.field_ref("total_devices") == ("", "total_devices")  # a `let`
+    assert ir.field_ref("chat@mixed_step_time.batch") == ("chat@mixed_step_time", "batch")  # a variant's node

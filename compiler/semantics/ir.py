@@ -37,6 +37,13 @@ def node_id(instance: str, field: str) -> NodeId:
     return f"{instance}.{field}"
 
 
+def field_ref(node: NodeId) -> FieldRef:
+    """An id read back into (owner, field): `("chat", "batch")`, `("h100_sxm", "peak_flops[bf16]")`,
+    `("dtype", "bf16.bytes")`; a `let` has no owner (`("", "total")`). The one place an id is split."""
+    owner, dot, rest = node.partition(".")
+    return (owner, rest) if dot else ("", owner)
+
+
 @dataclass(frozen=True, slots=True)
 class Lit:
     value: Fraction

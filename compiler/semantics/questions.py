@@ -127,8 +127,8 @@ class _Resolver:
         node_id = ir.node_id(steps[0].name, field_name)
         if all(s.indexed for s in steps[2:]) and (node_id in self.el.nodes or node_id in self.el.statics):
             return steps[0].name, field_name
-        fields = sorted({n.split(".", 1)[1].split("[", 1)[0] for n in (*self.el.nodes, *self.el.statics)
-                         if n.split(".", 1)[0] == steps[0].name and "@" not in n})
+        fields = sorted({field.partition("[")[0] for owner, field in map(ir.field_ref, (*self.el.nodes, *self.el.statics))
+                         if owner == steps[0].name})
         near = suggestion(field_name, fields, []) if len(steps) == 2 else None
         if subject is not None and len(subject.steps) > 1:  # `sweep chat.devices over chat.batch in ...`
             hint = (f"a question's subject is an instance and its domains name that instance's fields: "

@@ -125,7 +125,7 @@ class Searches(SolverBase):
         table.rows += [(label(b, i), [float(blocks[b][1][i]), reasons[int(blocks[b][2][i])], *extra(b, i)]) for b, i in rejected]
         table.best = 0 if ranked else None
         table.pareto = [shown.index(bi) for bi in front]  # indices into rows
-        axis_names = [t[1] for t, _ in static_axes] + [n.split(".", 1)[1] for n, _ in numeric_axes]
+        axis_names = [t[1] for t, _ in static_axes] + [ir.field_ref(n)[1] for n, _ in numeric_axes]
         table.axes = axis_names
         table.feasible = len(feasible)
         table.objective_node = node_id if node_id in self.base.values else ""
