@@ -144,6 +144,7 @@ NOT_A_KIND = Code("E0208", "not a kind", "`{name}` is not a kind")
 IMPORT_TOO_DEEP = Code("E0210", "imports nested too deeply", "imports are nested more than {limit} deep")
 BAD_FIGURE = Code("E0212", "bad figure declaration", "{message}")
 RESTATED = Code("W0211", "restated formula", "`{name}` restates the formula of `{other}` in kind `{kind}`", W)
+UNUSED = Code("W0213", "unused derived quantity", "`{name}` in kind `{kind}` is computed, but nothing uses it", W)
 BAD_BASE = Code("E0209", "bad base instance", "`{name}` cannot be the base of a `{kind}`: {reason}")
 # Types and units
 UNKNOWN_UNIT = Code("E0301", "unknown unit", "unknown unit `{unit}`")

@@ -19,7 +19,7 @@ from . import diagnostics as dx
 from .lower import Lowered, lower
 from .semantics import ir
 from .semantics.elaborate import elaborate
-from .semantics.lint import restated
+from .semantics.lint import restated, unused
 from .semantics.resolve import Program, load_program
 
 if TYPE_CHECKING:  # the solver loads only for plans with questions or a summary
@@ -85,6 +85,7 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
         restated(program, sink)
         elaborated = result.elaborated = elaborate(program, sink)
         if not sink.has_errors:
+            unused(program, elaborated, sink)
             lowered = lower(elaborated, sink)
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
