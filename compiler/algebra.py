@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .lower import EvalError, Lowered, evaluate, sympy_literal, sympy_op
+from .exact import EvalError, evaluate
+from .lower import Lowered, sympy_literal, sympy_op
 from .semantics import ir
 
 _RELATIONS = {"<": "<", "<=": "\\le", ">": ">", ">=": "\\ge", "==": "="}

@@ -35,7 +35,7 @@ class Sides:
 
 
 def _failing(lowered: Any, expr: ir.Expr, depth: int = 0) -> ir.Op | None:
-    from .lower import EvalError, evaluate
+    from .exact import EvalError, evaluate
 
     if depth > 8:
         return None
@@ -56,7 +56,7 @@ def _failing(lowered: Any, expr: ir.Expr, depth: int = 0) -> ir.Op | None:
 
 
 def sides(lowered: Any, expr: ir.Expr) -> Sides | None:
-    from .lower import EvalError, evaluate
+    from .exact import EvalError, evaluate
 
     comparison = _failing(lowered, expr)
     if comparison is None:

@@ -80,7 +80,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
 def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
              ops: dict[str, Callable[[list[Array]], Array]]) -> Array:
     """`largest(x, low, high, condition)` at every point at once: the same bisection as the exact
-    evaluator (`lower.largest`), each step one pass over the trial nodes for all points; NaN where
+    evaluator (`exact.largest`), each step one pass over the trial nodes for all points; NaN where
     even `low` fails. The trial nodes are left at their values for the answer."""
     expr = elaborated.nodes[node_id].expr
     assert isinstance(expr, ir.Op)

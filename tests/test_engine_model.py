@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from planc.lower import search_bounds
+from planc.exact import search_bounds
 from planc.pipeline import Compilation, compile_plan
 from planc.replay import replay
 from planc.simulate import lognormal_fit

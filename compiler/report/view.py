@@ -22,7 +22,8 @@ from fractions import Fraction
 from typing import Any
 
 from .. import __version__
-from ..lower import Lowered, Outcome, Value
+from ..exact import Value
+from ..lower import Lowered, Outcome
 from ..pipeline import Compilation
 from ..semantics import ir
 from ..semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
@@ -349,7 +350,7 @@ def breakdown_terms(node: ir.Node, values: dict[str, Value]) -> list[tuple[ir.Ex
     terms = _summands(node.expr)
     if len(terms) < 3 or not isinstance(node.dim, Dim):
         return []
-    from ..lower import EvalError, evaluate
+    from ..exact import EvalError, evaluate
 
     try:
         numbers = [float(evaluate(t, values)) for t in terms]

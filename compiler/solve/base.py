@@ -25,7 +25,8 @@ import math
 from typing import Any
 
 from .. import diagnostics as dx
-from ..lower import EvalError, Lowered, evaluate, is_whole, lower
+from ..exact import EvalError, evaluate, is_whole
+from ..lower import Lowered, lower
 from ..semantics import ir
 from ..semantics.elaborate import elaborate_expr, elaborate_variant
 from ..semantics.resolve import Program

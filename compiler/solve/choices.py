@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lower import EvalError, Lowered, evaluate, search_bounds
+from ..exact import EvalError, evaluate, search_bounds
+from ..lower import Lowered
 from ..semantics import ir
 from .answers import Choice
 from .graph import span_of, text_of

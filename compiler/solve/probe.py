@@ -15,7 +15,8 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from ..lower import EvalError, Lowered, evaluate, evaluate_node
+from ..exact import EvalError, evaluate, evaluate_node
+from ..lower import Lowered
 from ..semantics import ir
 from .answers import Limit
 from .graph import span_of

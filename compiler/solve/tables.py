@@ -15,7 +15,8 @@ import math
 from typing import Any
 
 from .. import diagnostics as dx
-from ..lower import EvalError, Lowered, evaluate
+from ..exact import EvalError, evaluate
+from ..lower import Lowered
 from ..semantics import ir
 from ..syntax import ast
 from .answers import TableAnswer
