@@ -231,7 +231,7 @@ def _count_headline(lowered: Any) -> tuple[str, float] | None:
 def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
     """The search's winner, then the plan as declared against it."""
     from ..solve.answers import TableAnswer
-    from .view import _cell
+    from .answer_views import cell
 
     if not isinstance(ans, TableAnswer) or ans.kind != "search" or ans.best is None:
         return []
@@ -243,7 +243,7 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
     subject = q.subject
     opening = (f"The search over {', '.join(ans.axes)} ({ans.evaluated:,} configurations, {ans.feasible:,} of them "
                f"meeting its constraints) finds {ans.best_setting} best, with {column[0]} = ")
-    out = [Sentence(((opening, ""), (_cell(best, column), ""), (".", "")), "deploy", subject, where)]
+    out = [Sentence(((opening, ""), (cell(best, column), ""), (".", "")), "deploy", subject, where)]
     if not ans.objective_node or len(ans.declared) != len(ans.axes) or not all(any(d) for d in ans.declared):
         return out
     declared = ", ".join(f"{axis} = {label or b.value_text(node)}" for axis, (label, node) in zip(ans.axes, ans.declared))
@@ -262,7 +262,7 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
             relative = gap / abs(best) if best else math.inf
             verdict = (f", {percent(relative)} {'more' if lower_is_better else 'less'}: the search's choice "
                        f"{'saves' if lower_is_better else 'gains'} ")
-            parts = (head, (f"has {column[0]} = ", ""), shown_value, (verdict, ""), (_cell(gap, column), ""), (".", ""))
+            parts = (head, (f"has {column[0]} = ", ""), shown_value, (verdict, ""), (cell(gap, column), ""), (".", ""))
         else:
             outside = (", than any configuration the search accepts: it lies outside the search's axes or fails one "
                        "of its constraints (see the checks).")

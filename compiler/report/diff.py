@@ -22,8 +22,9 @@ from typing import Any
 
 from .. import __version__
 from ..semantics.units import format_number
+from .answer_views import QuestionView
 from .machine import number
-from .view import DocumentView, QuantityView, QuestionView
+from .view import DocumentView, QuantityView
 
 
 @dataclass(frozen=True)

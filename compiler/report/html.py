@@ -22,11 +22,12 @@ from typing import Any, Protocol
 import jinja2
 from markupsafe import Markup
 
+from .answer_views import QuestionView
 from .mathhtml import latex_to_html
 from .placement import BODY, PARTS, place
 from .placement import parts as document_parts
 from .templating import environment, template_source
-from .view import DocumentView, QuantityView, QuestionView
+from .view import DocumentView, QuantityView
 
 
 class FigureLike(Protocol):

@@ -28,7 +28,8 @@ from typing import Any
 from ..pipeline import Compilation
 from ..semantics import ir
 from ..semantics.units import Dim
-from .view import ChoiceNumbers, DocumentView, QuantityView, breakdown_terms
+from .answer_views import ChoiceNumbers
+from .view import DocumentView, QuantityView, breakdown_terms
 
 REPORT_SCHEMA = "plan.report/2"
 
