@@ -227,7 +227,7 @@ class Column:
 @dataclass(frozen=True, slots=True)
 class QuestionBase:
     keyword: str  # ask, solve, scenario, compare, sweep, search
-    title: str  # the title as written; for an untitled question its keyword (a solve: its text)
+    title: str  # an ask's or a scenario's as written (may be empty); a solve's text; else the keyword
     span: Span
 
     @property
