@@ -49,6 +49,7 @@ UNITS = {"decode_step": "ms", "ttft": "ms", "prefill": "ms", "static_throughput"
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm",  # NIM runs TensorRT-LLM
            "gpt-fast": "pytorch", "torchao": "pytorch"}  # any other engine: scored as vLLM
 _TRTLLM_0_9 = re.compile(r"^v?0\.[0-9]([^0-9]|$)")  # 0.5-0.9: the releases before XQA was the GQA default
+_TRTLLM_0_18 = re.compile(r"^v?0\.1[0-8]([^0-9]|$)")  # 0.10-0.18: trtllm-bench on TensorRT engines
 
 
 
@@ -69,6 +70,8 @@ def engine_of(row: Row) -> str:
         return row["profile"]
     if row["engine"] == "trtllm" and _TRTLLM_0_9.match(row["engine_version"]):
         return "trtllm_0_9"
+    if row["engine"] == "trtllm" and _TRTLLM_0_18.match(row["engine_version"]):
+        return "trtllm_0_18"
     return ENGINES.get(row["engine"], "vllm")
 DTYPES = {"bf16", "fp16", "fp8", "fp4", "int8", "int4", "fp32"}
 _STEM = re.compile(r"^[a-z0-9][a-z0-9.\-]{0,60}$")

@@ -52,6 +52,18 @@ def test_kernels_without_gqa_reuse_read_the_kv_once_per_query_head(compile_text:
     assert legacy["d.decode_kv_bytes"] == 8 * xqa["d.decode_kv_bytes"]
 
 
+def test_tensorrt_engines_without_an_attention_window_keep_the_whole_context(compile_text: Callable[[str], Compilation]) -> None:
+    # Mistral-7B-v0.1 windows every layer at 4,096 tokens. TensorRT-LLM's PyTorch backend keeps
+    # only the window's KV; its TensorRT engines (0.10-0.18, as trtllm-bench ran them) keep the
+    # whole context unless max_attention_window_size is given at run time
+    long = dict(model="mistral-7b", prompt=20_000, output=2_000)
+    windowed = values(compile_text(plan(engine="trtllm", **long)))  # type: ignore[arg-type]
+    full = values(compile_text(plan(engine="trtllm_0_18", **long), name="full.plan"))  # type: ignore[arg-type]
+    assert windowed["d.window"] == 4096 and full["d.window"] == 32768
+    assert windowed["d.kv_layer_tokens"] == 32 * 4096
+    assert full["d.kv_layer_tokens"] == 32 * full["d.context_allocated"] > 32 * 22_000
+
+
 def test_attention_without_split_kv_is_limited_by_the_pieces_in_flight(compile_text: Callable[[str], Compilation]) -> None:
     # Little's law: one thread block keeps a 128-token K/V tile in flight (128 × 2 × 128 × 2 B =
     # 64 KiB for Llama-3.1-8B in BF16) for one DRAM latency (348.1 ns on Hopper, pointer chase)

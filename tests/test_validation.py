@@ -92,7 +92,17 @@ def test_fidelity_report_is_current(scored: tuple[list[v.Prediction], list[v.Gro
 
 
 def test_the_profiles_are_the_stdlibs_engines() -> None:
-    assert {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "pytorch"} <= PROFILES
+    assert {"vllm", "sglang", "trtllm", "trtllm_0_9", "trtllm_0_9_xqa", "trtllm_0_18", "pytorch"} <= PROFILES
+
+
+@pytest.mark.parametrize(("version", "profile"), [("0.8.0", "trtllm_0_9"), ("v0.9", "trtllm_0_9"), ("0.11.0", "trtllm_0_18"),
+                                                  ("0.17", "trtllm_0_18"), ("0.18.2", "trtllm_0_18"), ("0.19", "trtllm"),
+                                                  ("1.0", "trtllm"), ("0.1", "trtllm_0_9")])
+def test_a_rows_tensorrt_llm_release_picks_its_profile(version: str, profile: str) -> None:
+    # 0.5-0.9: the static tables before XQA; 0.10-0.18: trtllm-bench on TensorRT engines; from
+    # 0.19 the benchmarks ran the PyTorch backend, which the `trtllm` profile describes
+    row = v.Row("r.csv", 2, {"engine": "trtllm", "engine_version": version, "profile": ""})
+    assert v.engine_of(row) == profile
 
 
 def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
