@@ -56,7 +56,7 @@ def test_tensorrt_engines_without_an_attention_window_keep_the_whole_context(com
     # Mistral-7B-v0.1 windows every layer at 4,096 tokens. TensorRT-LLM's PyTorch backend keeps
     # only the window's KV; its TensorRT engines (0.10-0.18, as trtllm-bench ran them) keep the
     # whole context unless max_attention_window_size is given at run time
-    long = dict(model="mistral-7b", prompt=20_000, output=2_000)
+    long = {"model": "mistral-7b", "prompt": 20_000, "output": 2_000}
     windowed = values(compile_text(plan(engine="trtllm", **long)))  # type: ignore[arg-type]
     full = values(compile_text(plan(engine="trtllm_0_18", **long), name="full.plan"))  # type: ignore[arg-type]
     assert windowed["d.window"] == 4096 and full["d.window"] == 32768
