@@ -321,7 +321,8 @@ class Declarations:
         if isinstance(e, ast.Attribute):
             return self._depends(inst, e.value, on)
         if isinstance(e, ast.Where):
-            inner = on - {b.target.steps[0].name for b in e.bindings}
+            # `other.f where (...)` binds `other`'s fields: in this instance it reads `other` and the bindings
+            inner = on if isinstance(e.value, ast.Attribute) else on - {b.target.steps[0].name for b in e.bindings}
             return (any(self._depends(inst, b.value, on) for b in e.bindings)
                     or (bool(inner) and self._depends(inst, e.value, inner)))
         if isinstance(e, ast.Call) and e.func == "largest" and e.args and isinstance(e.args[0], ast.Name):

@@ -338,30 +338,43 @@ class Expressions(Declarations):
 
     def _where(self, e: ast.Where, scope: Instance | None) -> Value | None:
         """`value where (a = x, ...)`: `value` in the variant of the current instance that binds
-        `a` to `x` (computed in the current instance)."""
+        `a` to `x` (computed in the current instance). `other.f where (a = x, ...)`, where `other`
+        is an instance, is `f` of the variant of `other` that binds `other`'s field `a` to `x`
+        (still computed in the current instance): one instance's quantity at another's arguments."""
         if scope is None:
             self.sink.add(dx.WRONG_TYPE.at(e.span, "outside an instance", expected="a formula of a kind or an instance",
                                            found="`where` at the top level",
                                            help="write `where` in a kind's formula or an instance's field, where its names are fields"))
             return None
+        target, value = scope, e.value
+        if isinstance(e.value, ast.Attribute):
+            base = self.expr(e.value.value, scope)
+            if base is None:
+                return None
+            if isinstance(base, InstanceRef):
+                target, value = base.instance, ast.Name(e.value.attr_span, e.value.attr)
+                if e.value.attr not in target.kind.fields:
+                    self._unknown(e.value.attr, e.value.attr_span, list(target.kind.fields), "field",
+                                  owner=f"`{target.kind.name}` `{target.name}`")
+                    return None
         bound: dict[str, tuple[ir.Expr | None, ast.Expr]] = {}
         for b in e.bindings:
             name = b.target.steps[0].name
-            if len(b.target.steps) > 1 or name not in scope.kind.fields:
-                self._unknown(b.target.dotted, b.target.span, list(scope.kind.fields), "field",
-                              owner=f"`{scope.kind.name}`")
+            if len(b.target.steps) > 1 or name not in target.kind.fields:
+                self._unknown(b.target.dotted, b.target.span, list(target.kind.fields), "field",
+                              owner=f"`{target.kind.name}`")
                 return None
-            value = self.expr(b.value, scope)
-            if value is None:
+            bound_value = self.expr(b.value, scope)
+            if bound_value is None:
                 return None
-            if isinstance(value, ir.StaticBool):  # `flash_attention = false`: a verdict like any other
-                value = ir.Lit(Fraction(int(value.value)), ir.BOOL, value.span, str(value.value).lower())
-            if not isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
+            if isinstance(bound_value, ir.StaticBool):  # `flash_attention = false`: a verdict like any other
+                bound_value = ir.Lit(Fraction(int(bound_value.value)), ir.BOOL, bound_value.span, str(bound_value.value).lower())
+            if not isinstance(bound_value, (ir.Lit, ir.Ref, ir.Op)):
                 self.sink.add(dx.WRONG_TYPE.at(b.value.span, "not a quantity", expected="a quantity or a verdict",
-                                               found=describe(value), help="`where` binds quantities; compare enum or instance choices with `compare`"))
+                                               found=describe(bound_value), help="`where` binds quantities; compare enum or instance choices with `compare`"))
                 return None
-            bound[name] = (value, b.value)
-        return self.expr(e.value, self.variant(scope, bound, e.span))
+            bound[name] = (bound_value, b.value)
+        return self.expr(value, self.variant(target, bound, e.span))
 
     def _largest(self, e: ast.Call, scope: Instance | None) -> Value | None:
         """`largest(x, low, high, condition[, step])`: the largest `x` = low + k·step (step 1: whole

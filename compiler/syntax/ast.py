@@ -134,7 +134,8 @@ class If:
 @dataclass(frozen=True)
 class Where:
     """`value where (a = x, b = y)`: `value` computed as if the fields `a` and `b` of the same
-    instance were `x` and `y` (themselves computed in the instance as it is)."""
+    instance were `x` and `y` (themselves computed in the instance as it is); when `value` is
+    `other.f` of an instance `other`, `a` and `b` are `other`'s fields."""
 
     span: Span
     value: Expr
