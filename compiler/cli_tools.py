@@ -120,7 +120,7 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
     timed by the plan's own physics, and print the simulated latencies beside the analytic model's.
     Exit 0, or 2 if the plan is invalid or has no deployment."""
     from .pipeline import compile_plan
-    from .replay import ANALYTIC, replay
+    from .replay import ANALYTIC, CLASS_ANALYTIC, replay
 
     progress(f"compiling {plan_file}")
     result = compile_plan(plan_file)
@@ -149,6 +149,16 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         diff = (a_val - s_val) / s_val if s_val else float("nan")
         click.echo(f"{label:28}{s_val * scale:>11,.4g}{unit:3}{a_val * scale:>11,.4g}{unit:3}{diff:>+11.1%}  ({name}.{field})")
     click.echo(f"{'TPOT p99':28}{sim['tpot_p99'] * 1e3:>11,.4g} ms   (no analytic figure)")
+    for klass, figures in run.class_simulated.items():
+        view = run.class_analytic.get(klass)
+        for key, label in (("ttft_p50", "TTFT p50"), ("ttft_p99", "TTFT p99")):
+            line = f"{f'{klass}: {label}':28}{figures[key] * 1e3:>11,.4g} ms "
+            if view is None:
+                click.echo(line + f"  (no analytic figure: declare a `request_class` of `{name}` for `{klass}`)")
+            else:
+                a_val = view[1][key]
+                diff = (a_val - figures[key]) / figures[key] if figures[key] else float("nan")
+                click.echo(line + f"{a_val * 1e3:>11,.4g} ms {diff:>+11.1%}  ({view[0]}.{CLASS_ANALYTIC[key]})")
     click.echo(f"{'preemptions per request':28}{sim['preemptions_per_request']:>11,.4g}")
     click.echo(f"{'unfinished at the end':28}{int(sim['unfinished']):>11,}")
     sys.exit(0)

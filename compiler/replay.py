@@ -3,8 +3,9 @@
 Contract: `replay(lowered, deployment, duration, replicas, seed, router) -> Replay` builds the
 simulator's inputs from the plan's own values and runs `simulate.simulate`:
 - the workload: the deployment's share of the peak (`peak_replica_rate` × replicas simulated),
-  the traffic's lognormal prompt and output lengths (mean and p99), its arrival burstiness and
-  the prefix hit rate;
+  the traffic's lognormal prompt and output lengths (mean and p99) or, for a mix of request
+  classes, each class's lengths and share (`request_classes`), its arrival burstiness and the
+  prefix hit rate;
 - the engine: `max_num_seqs`, the token budget (`prefill_chunk`), the KV cache
   (`kv_capacity_tokens`, `kv_block_size`), chunked prefill as the engine does it;
 - the iteration time: the plan's own `iteration_time` formula, evaluated (vectorised, see
@@ -26,7 +27,7 @@ import numpy as np
 
 from .lower import Lowered
 from .semantics import ir
-from .simulate import Engine, Router, SimResult, Workload, simulate
+from .simulate import Engine, LengthClass, Router, SimResult, Workload, simulate
 from .vector import evaluate_many, needed
 
 ITERATION_INPUTS = ("decode_sequences", "decode_context", "chunk_tokens", "chunk_prompts", "chunk_context")
@@ -45,6 +46,9 @@ class Replay:
     analytic: dict[str, float]
     result: SimResult
     evaluations: int  # distinct iteration shapes the plan's formula was evaluated at
+    classes: list[str]  # the traffic's request classes (itself, or a mix's classes), as `result.klass` numbers them
+    class_simulated: dict[str, dict[str, float]]  # per class of a mix: its simulated latencies
+    class_analytic: dict[str, tuple[str, dict[str, float]]]  # per class with a `request_class` in the plan: it, and its analytic figures
 
 
 def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas: int = 1, seed: int = 0,
@@ -55,12 +59,16 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
         return float(v[f"{deployment}.{field}"])
 
     traffic = _instance_of(lowered, f"{deployment}.traffic")
+    classes = request_classes(lowered, traffic)
     workload = Workload(
         rate=value("peak_replica_rate") * replicas,
         prompt_mean=float(v[f"{traffic}.prompt_tokens"]), prompt_p99=float(v[f"{traffic}.prompt_tokens_p99"]),
         output_mean=float(v[f"{traffic}.output_tokens"]), output_p99=float(v[f"{traffic}.output_tokens_p99"]),
         arrival_cv=float(v[f"{traffic}.arrival_cv"]), prefix_hit_rate=value("prefix_hit_rate"),
         max_context=int(value("context")),
+        classes=tuple(LengthClass(share, float(v[f"{c}.prompt_tokens"]), float(v[f"{c}.prompt_tokens_p99"]),
+                                  float(v[f"{c}.output_tokens"]), float(v[f"{c}.output_tokens_p99"]))
+                      for c, share in classes) if len(classes) > 1 else (),
     )
     engine = Engine(max_num_seqs=int(value("max_num_seqs")), token_budget=int(value("prefill_chunk")),
                     kv_capacity_tokens=int(value("kv_capacity_tokens")), kv_block_size=int(value("kv_block_size")))
@@ -68,7 +76,38 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
     result = simulate(workload, engine, timer, Router(router, replicas), duration, seed=seed)
     simulated = result.summary()
     analytic = {k: value(f) for k, f in ANALYTIC.items()}
-    return Replay(deployment, replicas, workload.rate, simulated, analytic, result, len(timer.memo))
+    names = [c for c, _ in classes]
+    per_class = {c: _class_figures(lowered, deployment, c) for c in names} if len(names) > 1 else {}
+    return Replay(deployment, replicas, workload.rate, simulated, analytic, result, len(timer.memo), names,
+                  {c: result.class_latency(i) for i, c in enumerate(names)} if len(names) > 1 else {},
+                  {c: f for c, f in per_class.items() if f is not None})
+
+
+CLASS_ANALYTIC = {"ttft_p50": "ttft_median_at_peak", "ttft_p99": "ttft_at_peak"}
+"""simulated statistic of one class -> the field of its `request_class` with the analytic figure"""
+
+
+def _class_figures(lowered: Lowered, deployment: str, traffic: str) -> tuple[str, dict[str, float]] | None:
+    """The plan's `request_class` of this deployment and class, if it has one, and its analytic figures."""
+    statics, el = lowered.elaborated.statics, lowered.elaborated
+    for name in el.main_instances:
+        if ("request_class" in el.kinds.get(name, ()) and statics.get(f"{name}.deployment") == f"instance {deployment}"
+                and statics.get(f"{name}.traffic") == f"instance {traffic}"):
+            return name, {k: float(lowered.values[f"{name}.{f}"]) for k, f in CLASS_ANALYTIC.items()}
+    return None
+
+
+def request_classes(lowered: Lowered, traffic: str) -> list[tuple[str, float]]:
+    """The request classes a traffic is made of, with their shares of its requests: itself, or,
+    for a mix (a traffic with `first` and `second` traffics), the classes of each, weighted by
+    the mix's `first_share`."""
+    statics = lowered.elaborated.statics
+    if not all(statics.get(f"{traffic}.{part}", "").startswith("instance ") for part in ("first", "second")):
+        return [(traffic, 1.0)]
+    share = float(lowered.values[f"{traffic}.first_share"])
+    first, second = (_instance_of(lowered, f"{traffic}.{part}") for part in ("first", "second"))
+    return ([(c, w * share) for c, w in request_classes(lowered, first)]
+            + [(c, w * (1 - share)) for c, w in request_classes(lowered, second)])
 
 
 def _instance_of(lowered: Lowered, field: str) -> str:

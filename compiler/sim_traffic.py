@@ -13,6 +13,11 @@ Workload (`Workload`)
   constant when p99 == mean; p99/mean must lie in [1, exp(z²/2) ≈ 15]. Samples are rounded to
   integers ≥ 1. With `max_context`, the prompt is clipped to `max_context − 1` and the output to
   `max_context − prompt`, so that a request never exceeds the context window.
+- Request classes: with `classes`, each request first draws its class (`share`s, normalised, are
+  the probabilities), then its prompt and output from that class's lognormals (all prompts, then
+  all outputs, class by class in order); the workload's own means and p99s are then only its
+  summary. Without classes nothing is drawn for them, so a one-class workload's stream is as it
+  was.
 - Prefix caching: `prefix_hit_rate` h gives each request floor(h · prompt) cached tokens (at most
   prompt − 1: the last prompt token is always computed). They need no prefill, but their KV is
   counted in the request's own blocks (no sharing between requests is modelled: conservative on
@@ -30,6 +35,17 @@ Z99 = 2.3263478740408408
 """The 0.99 quantile of the standard normal distribution."""
 
 @dataclass(frozen=True)
+class LengthClass:
+    """One request class of a mixed workload: its share of the requests and its lengths."""
+
+    share: float
+    prompt_mean: float
+    prompt_p99: float
+    output_mean: float
+    output_p99: float
+
+
+@dataclass(frozen=True)
 class Workload:
     """The traffic of the whole group (see the contract for each field's meaning)."""
 
@@ -41,6 +57,7 @@ class Workload:
     arrival_cv: float = 1.0
     prefix_hit_rate: float = 0.0
     max_context: int | None = None
+    classes: tuple[LengthClass, ...] = ()
 
 
 def lognormal_fit(mean: float, p99: float) -> tuple[float, float]:
@@ -73,11 +90,24 @@ def arrival_times(rate: float, cv: float, duration: float, rng: np.random.Genera
     return times[times < duration]
 
 
-def lengths(workload: Workload, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """n (prompt, output) lengths, in this order from `rng`, clipped to the context window."""
-    prompt = sample_lengths(workload.prompt_mean, workload.prompt_p99, n, rng)
-    output = sample_lengths(workload.output_mean, workload.output_p99, n, rng)
+def lengths(workload: Workload, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n (prompt, output, class index) of requests, in this order from `rng`, clipped to the
+    context window (class 0 throughout without classes)."""
+    if not workload.classes:
+        klass = np.zeros(n, dtype=np.int64)
+        prompt = sample_lengths(workload.prompt_mean, workload.prompt_p99, n, rng)
+        output = sample_lengths(workload.output_mean, workload.output_p99, n, rng)
+    else:
+        shares = np.array([c.share for c in workload.classes], dtype=float)
+        if not (np.all(shares >= 0) and shares.sum() > 0):
+            raise ValueError("class shares must be >= 0 and not all 0")
+        klass = rng.choice(len(shares), size=n, p=shares / shares.sum()).astype(np.int64)
+        prompt, output = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        for i, c in enumerate(workload.classes):
+            prompt[klass == i] = sample_lengths(c.prompt_mean, c.prompt_p99, int((klass == i).sum()), rng)
+        for i, c in enumerate(workload.classes):
+            output[klass == i] = sample_lengths(c.output_mean, c.output_p99, int((klass == i).sum()), rng)
     if workload.max_context is not None:
         prompt = np.minimum(prompt, workload.max_context - 1)
         output = np.minimum(output, workload.max_context - prompt)
-    return prompt, output
+    return prompt, output, klass

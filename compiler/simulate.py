@@ -6,8 +6,8 @@ identical replicas, each an iteration-level scheduler in the manner of vLLM V1, 
 per-request latencies, per-iteration records and time averages over the measurement window.
 It is the oracle the analytic steady-state model is checked against. Pure Python and numpy,
 deterministic for a given seed (one `numpy.random.default_rng(seed)` draws, in this order, the
-inter-arrival gaps, the prompt lengths, the output lengths and, for `random` routing, the
-replicas). All quantities are SI: seconds and tokens. Inputs out of their domain raise
+inter-arrival gaps, the request classes when the workload has several, the prompt lengths, the
+output lengths and, for `random` routing, the replicas). All quantities are SI: seconds and tokens. Inputs out of their domain raise
 `ValueError`. The traffic it serves (`Workload`: arrivals, lengths, prefix caching) is drawn by
 `sim_traffic.py`, whose contract says how.
 
@@ -83,9 +83,9 @@ from typing import Any
 
 import numpy as np
 
-from .sim_traffic import Workload, arrival_times, lengths, lognormal_fit, sample_lengths
+from .sim_traffic import LengthClass, Workload, arrival_times, lengths, lognormal_fit, sample_lengths
 
-__all__ = ["ROUTERS", "Engine", "IterationTime", "Router", "SimResult", "Workload", "arrival_times", "lognormal_fit",
+__all__ = ["ROUTERS", "Engine", "IterationTime", "LengthClass", "Router", "SimResult", "Workload", "arrival_times", "lognormal_fit",
            "sample_lengths", "simulate", "weighted_percentile"]
 
 IterationTime = Callable[[Any, Any, Any, Any], Any]
@@ -142,10 +142,19 @@ class SimResult:
     throughput: float
     arrived: int
     unfinished: int
+    klass: np.ndarray  # per request: the index of its class in `Workload.classes` (0 without classes)
 
     @property
     def completed_rate(self) -> float:
         return len(self.e2e) / (self.window[1] - self.window[0])
+
+    def class_latency(self, klass: int) -> dict[str, float]:
+        """TTFT and TPOT percentiles of one request class's requests."""
+        mine = self.klass == klass
+        ttft, tpot = self.ttft[mine], self.tpot[mine]
+        tpot = tpot[~np.isnan(tpot)]
+        return {"requests": float(mine.sum()), "ttft_p50": _percentile(ttft, 50), "ttft_p99": _percentile(ttft, 99),
+                "ttft_mean": _mean(ttft), "tpot_mean": _mean(tpot), "tpot_p99": _percentile(tpot, 99)}
 
     def summary(self) -> dict[str, float]:
         tpot = self.tpot[~np.isnan(self.tpot)]
@@ -191,7 +200,7 @@ def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, 
     _validate(workload, engine, router, duration, warmup)
     rng = np.random.default_rng(seed)
     arrivals = arrival_times(workload.rate, workload.arrival_cv, duration, rng)
-    prompt, output = lengths(workload, len(arrivals), rng)
+    prompt, output, klass = lengths(workload, len(arrivals), rng)
     n = router.replicas
     routes = rng.integers(0, n, len(arrivals)) if router.policy == "random" else np.arange(len(arrivals)) % n
     cached = np.minimum(np.floor(workload.prefix_hit_rate * prompt), prompt - 1).astype(np.int64)
@@ -200,7 +209,7 @@ def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, 
     sim = _Group(engine, iteration_time, requests, log, n)
     end = sim.run(arrivals.tolist(), routes.tolist(), router.policy == "least_loaded",
                   warmup * duration, math.inf if drain else duration)
-    return _result(requests, log, arrivals, sim, (warmup * duration, end), n)
+    return _result(requests, log, arrivals, klass, sim, (warmup * duration, end), n)
 
 
 def _validate(workload: Workload, engine: Engine, router: Router, duration: float, warmup: float) -> None:
@@ -546,7 +555,7 @@ class _Group:
         return stop
 
 
-def _result(rq: _Requests, log: _IterationLog, arrivals: np.ndarray, group: _Group,
+def _result(rq: _Requests, log: _IterationLog, arrivals: np.ndarray, klass: np.ndarray, group: _Group,
             window: tuple[float, float], replicas: int) -> SimResult:
     lo, hi = window
     span = hi - lo
@@ -572,5 +581,5 @@ def _result(rq: _Requests, log: _IterationLog, arrivals: np.ndarray, group: _Gro
         mean_kv_tokens=float(weight @ cols["kv_tokens"]) / (span * replicas),
         mean_in_system=group.in_system_area / span,
         throughput=float(cols["emitted"][ended].sum()) / span,
-        arrived=len(arrivals), unfinished=group.unfinished,
+        arrived=len(arrivals), unfinished=group.unfinished, klass=klass[done],
     )

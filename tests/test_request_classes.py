@@ -1,0 +1,209 @@
+"""Request classes sharing one pool (stdlib `traffic_mix`, `request_class`; docs/physics.md §7.8):
+the mix's moments against a Monte Carlo sample of the mixture, its rates and arrivals, each
+class's own TTFT through `other.f where (...)`, and the analytic model against the simulator
+serving the same mixture."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from planc.diagnostics import Severity
+from planc.pipeline import Compilation, compile_plan
+from planc.replay import replay
+from planc.sim_traffic import LengthClass, Workload, lengths, lognormal_fit
+
+CLASS = """traffic {name} {{ daily_active_users = {dau}; requests_per_user = 10 requests/user/day; peak_factor = {peak}
+  prompt_tokens = {p} tokens; prompt_tokens_p99 = {p99} tokens; output_tokens = {o} tokens; output_tokens_p99 = {o99} tokens{extra} }}
+"""
+CHAT = {"name": "chat", "dau": "1 M users", "peak": 3, "p": 1000, "p99": 6000, "o": 250, "o99": 1000, "extra": ""}
+DOCS = {"name": "docs", "dau": "500 k users", "peak": 3, "p": 4000, "p99": 16000, "o": 200, "o99": 600, "extra": ""}
+HEAD = 'import "models/llama-3.1-8b"\nimport "hardware/h100-sxm"\n'
+POOL = """traffic_mix both {{ first = chat; second = docs }}
+deployment d {{ model = llama_3_1_8b; hardware = h100_sxm; traffic = {traffic}; utilization_target = {u}; ttft_slo = 5 s; tpot_slo = 60 ms }}
+"""
+VIEWS = """request_class chat_class { deployment = d; traffic = chat }
+request_class docs_class { deployment = d; traffic = docs; ttft_slo = 10 s }
+"""
+
+
+def mixed(u: float = 0.6, chat: dict[str, object] = CHAT, docs: dict[str, object] = DOCS, traffic: str = "both",
+          views: bool = True) -> str:
+    return HEAD + CLASS.format(**chat) + CLASS.format(**docs) + POOL.format(traffic=traffic, u=u) + (VIEWS if views else "")
+
+
+def values(c: Compilation) -> dict[str, float]:
+    assert c.ok and c.lowered is not None, [d.message for d in c.diagnostics]
+    return {k: float(v) for k, v in c.lowered.values.items() if not isinstance(v, str)}  # type: ignore[arg-type]
+
+
+def sample(classes: list[tuple[float, dict[str, object]]], n: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """n (prompt, output) lengths of the mixture, unrounded: each class's lognormals, drawn by share."""
+    rng = np.random.default_rng(seed)
+    pick = rng.choice(len(classes), size=n, p=[s for s, _ in classes])
+    prompt, output = np.empty(n), np.empty(n)
+    for i, (_, c) in enumerate(classes):
+        mine = pick == i
+        for out, mean, p99 in ((prompt, c["p"], c["p99"]), (output, c["o"], c["o99"])):
+            mu, sigma = lognormal_fit(float(mean), float(p99))  # type: ignore[arg-type]
+            out[mine] = rng.lognormal(mu, sigma, int(mine.sum()))
+    return prompt, output
+
+
+def test_the_mix_has_the_mixtures_moments(compile_text: Callable[[str], Compilation]) -> None:
+    v = values(compile_text(mixed()))
+    # the classes' shares are their peak rates': 1 M and 500 k users, 10 requests each, the same peak factor
+    assert v["both.first_share"] == pytest.approx(2 / 3, rel=1e-12)
+    i, o = sample([(2 / 3, CHAT), (1 / 3, DOCS)], 4_000_000)
+    assert v["both.prompt_tokens"] == pytest.approx(2 / 3 * 1000 + 1 / 3 * 4000, rel=1e-12)
+    assert v["both.output_tokens"] == pytest.approx(2 / 3 * 250 + 1 / 3 * 200, rel=1e-12)
+    assert v["both.prompt_square"] == pytest.approx((i ** 2).mean(), rel=0.02)
+    assert v["both.output_square"] == pytest.approx((o ** 2).mean(), rel=0.02)
+    assert v["both.prompt_tokens_third"] == pytest.approx((i ** 3).mean() / i.mean(), rel=0.05)
+    assert v["both.output_tokens_third"] == pytest.approx((o ** 3).mean() / o.mean(), rel=0.05)
+    # length-biased means stay exact through the moment-matched lognormal
+    assert v["both.prompt_tokens_biased"] == pytest.approx(v["both.prompt_square"] / v["both.prompt_tokens"], rel=1e-12)
+    assert v["both.output_tokens_biased"] == pytest.approx(v["both.output_square"] / v["both.output_tokens"], rel=1e-12)
+    # the cross moments of a sequence running at a random moment (length-biased by its output):
+    # the long-prompt class has the shorter outputs, so a running sequence's prompt is below the mean prompt
+    assert v["both.running_prompt_tokens"] == pytest.approx((o * i).mean() / o.mean(), rel=0.01)
+    assert v["both.running_prompt_tokens"] < v["both.prompt_tokens"]
+    assert v["both.running_prompt_square"] == pytest.approx((o * i ** 2).mean() / o.mean(), rel=0.02)
+    assert v["both.running_prompt_output"] == pytest.approx((o ** 2 * i).mean() / o.mean(), rel=0.02)
+
+
+def test_the_kv_of_a_running_sequence_follows_the_mixture(compile_text: Callable[[str], Compilation]) -> None:
+    # a running sequence holds c = I + U·O tokens, drawn with weight O (a long output runs longer)
+    v = values(compile_text(mixed()))
+    i, o = sample([(2 / 3, CHAT), (1 / 3, DOCS)], 4_000_000, seed=11)
+    u = np.random.default_rng(12).uniform(size=len(o))
+    c = i + u * o
+    assert v["d.mean_context"] == pytest.approx((o * c).sum() / o.sum(), rel=0.01)
+    assert v["d.kv_context_square"] == pytest.approx((o * c ** 2).sum() / o.sum(), rel=0.02)
+
+
+def test_rates_add_and_arrivals_merge(compile_text: Callable[[str], Compilation]) -> None:
+    bursty = dict(DOCS, extra="; arrival_cv = 2; peak_factor = 2")
+    v = values(compile_text(mixed(docs=bursty)))
+    for field in ("requests_per_day", "peak_qps", "burst_qps", "average_qps", "average_tokens_per_s"):
+        assert v[f"both.{field}"] == pytest.approx(v[f"chat.{field}"] + v[f"docs.{field}"], rel=1e-12), field
+    w = v["chat.peak_qps"] / (v["chat.peak_qps"] + v["docs.peak_qps"])
+    assert v["both.first_share"] == pytest.approx(w, rel=1e-12)
+    # Whitt's asymptotic method: the merged process's c² is the rate-weighted c² of its parts
+    assert v["both.arrival_cv"] == pytest.approx(math.sqrt(w * 1 + (1 - w) * 4), rel=1e-12)
+    assert v["both.peak_factor"] == pytest.approx(v["both.peak_qps"] / v["both.average_qps"], rel=1e-12)
+
+
+def test_a_mix_of_one_class_with_itself_is_that_class(compile_text: Callable[[str], Compilation]) -> None:
+    twin = dict(CHAT, name="docs")
+    one = values(compile_text(mixed(traffic="chat", views=False), name="one.plan"))
+    two = values(compile_text(mixed(docs=twin, views=False), name="two.plan"))
+    assert two["both.peak_qps"] == pytest.approx(2 * one["chat.peak_qps"], rel=1e-12)
+    for field in ("prompt_tokens", "prompt_sigma", "output_sigma", "prompt_tokens_p99", "output_tokens_p99",
+                  "prompt_tokens_third", "output_tokens_third", "running_prompt_square", "running_prompt_output"):
+        assert two[f"both.{field}"] == pytest.approx(one[f"chat.{field}"], rel=1e-9), field
+    # the same traffic at twice the rate: the same replica, twice the replicas
+    for field in ("batch", "tpot", "ttft_tail", "kv_context_square", "preemption_probability"):
+        assert two[f"d.{field}"] == pytest.approx(one[f"d.{field}"], rel=1e-9), field
+
+
+def test_a_mix_of_a_mix_serves_three_classes(compile_text: Callable[[str], Compilation]) -> None:
+    batch = {"name": "batch_api", "dau": "200 k users", "peak": 3, "p": 300, "p99": 1000, "o": 1000, "o99": 4000, "extra": ""}
+    text = mixed(views=False).replace("traffic = both", "traffic = all") + CLASS.format(**batch) + \
+        "traffic_mix all { first = batch_api; second = both }\n"
+    v = values(compile_text(text))
+    rates = {n: v[f"{n}.peak_qps"] for n in ("chat", "docs", "batch_api")}
+    total = sum(rates.values())
+    assert v["all.peak_qps"] == pytest.approx(total, rel=1e-12)
+    shares = [(rates["batch_api"] / total, batch), (rates["chat"] / total, CHAT), (rates["docs"] / total, DOCS)]
+    i, o = sample(shares, 4_000_000, seed=5)
+    assert v["all.prompt_tokens"] == pytest.approx(sum(s * float(c["p"]) for s, c in shares), rel=1e-12)  # type: ignore[arg-type]
+    assert v["all.running_prompt_tokens"] == pytest.approx((o * i).mean() / o.mean(), rel=0.01)
+    assert v["all.running_prompt_output"] == pytest.approx((o ** 2 * i).mean() / o.mean(), rel=0.02)
+    assert v["all.output_tokens_third"] == pytest.approx((o ** 3).mean() / o.mean(), rel=0.05)
+
+
+def test_each_class_has_its_own_ttft_and_the_pools_tpot(compile_text: Callable[[str], Compilation]) -> None:
+    v = values(compile_text(mixed()))
+    for view in ("chat_class", "docs_class"):
+        assert v[f"{view}.tpot"] == v["d.tpot"]
+    assert v["chat_class.ttft_tail"] < v["d.ttft_tail"] < v["docs_class.ttft_tail"]
+    assert v["chat_class.ttft_at_peak"] < v["d.ttft_at_peak"] < v["docs_class.ttft_at_peak"]
+    # the class's mean TTFT: the same wait as every request, then its own prompt's prefill and chunks
+    own = 4000 * v["d.prefill_token_time"]
+    chunks = math.ceil(4000 / v["d.chunk_room"])
+    expected = v["d.step_time"] / 2 + chunks * v["d.step_time"] + v["d.prefill_wait"] + own
+    assert v["docs_class.ttft_mean"] == pytest.approx(expected, rel=1e-12)
+    assert v["docs_class.e2e_latency"] == pytest.approx(v["docs_class.ttft_mean"] + 199 * v["d.tpot"], rel=1e-12)
+    # its own SLOs: documents have 10 s, chat the deployment's 5 s
+    assert v["docs_class.ttft_slo"] == 10 and v["chat_class.ttft_slo"] == 5
+
+
+def test_a_class_view_of_the_pools_own_traffic_is_the_pool(compile_text: Callable[[str], Compilation]) -> None:
+    text = mixed(traffic="chat", views=False) + "request_class all_chat { deployment = d; traffic = chat }\n"
+    v = values(compile_text(text))
+    for field in ("ttft_tail", "ttft_mean", "ttft_at_peak", "ttft_median_at_peak"):
+        assert v[f"all_chat.{field}"] == pytest.approx(v[f"d.{field}"], rel=1e-12), field
+
+
+def test_where_on_another_instance_names_that_instances_fields(compile_text: Callable[[str], Compilation]) -> None:
+    bad = mixed(views=False) + ("kind probe \"a probe\" { input deployment: deployment \"d\"\n"
+                                "  derive t: s = deployment.ttft_tail where (ttft_prompt_token = 10 tokens) \"t\" }\n"
+                                "probe p { deployment = d }\n")
+    c = compile_text(bad)
+    assert not c.ok
+    [error] = [d for d in c.diagnostics if d.severity is Severity.ERROR]
+    # the binding names the other instance's field: "`deployment` has no field", with the suggestion
+    assert error.code == "E0203" and "`deployment`" in error.message and "ttft_prompt_tokens" in (error.help or "")
+
+
+def test_the_simulator_draws_each_requests_class_by_share() -> None:
+    classes = (LengthClass(3, 100, 100, 10, 10), LengthClass(1, 5000, 5000, 50, 50))
+    w = Workload(rate=1, prompt_mean=1, prompt_p99=1, output_mean=1, output_p99=1, classes=classes)
+    prompt, output, klass = lengths(w, 40_000, np.random.default_rng(0))
+    assert (klass == 1).mean() == pytest.approx(0.25, abs=0.01)
+    assert set(prompt[klass == 0]) == {100} and set(prompt[klass == 1]) == {5000}
+    assert set(output[klass == 0]) == {10} and set(output[klass == 1]) == {50}
+
+
+@pytest.mark.parametrize("utilization", [0.3, 0.6])
+def test_the_analytic_mix_agrees_with_the_simulator(tmp_path: Path, utilization: float) -> None:
+    """The simulator serves the true mixture (each request's lengths from its class); the analytic
+    model serves its moments. Overall and per class, within the tolerances of the one-class test
+    (tests/test_engine_model.py)."""
+    path = tmp_path / "mix.plan"
+    path.write_text(mixed(utilization), encoding="utf-8")
+    c = compile_plan(path)
+    assert c.lowered is not None
+    run = replay(c.lowered, "d", duration=200, replicas=2, seed=3)
+    sim, ana = run.simulated, run.analytic
+    assert sim["completed_per_s"] == pytest.approx(run.rate, rel=0.06) and sim["preemptions_per_request"] == 0
+    assert ana["mean_running"] == pytest.approx(sim["mean_running"], rel=0.15)
+    assert ana["tpot_mean"] == pytest.approx(sim["tpot_mean"], rel=0.15)
+    assert ana["ttft_p50"] == pytest.approx(sim["ttft_p50"], rel=0.20)
+    assert ana["ttft_p99"] == pytest.approx(sim["ttft_p99"], rel=0.30)
+    assert run.classes == ["chat", "docs"]
+    for klass, view in (("chat", "chat_class"), ("docs", "docs_class")):
+        mine, (name, figures) = run.class_simulated[klass], run.class_analytic[klass]
+        assert name == view and mine["requests"] > 300
+        assert figures["ttft_p50"] == pytest.approx(mine["ttft_p50"], rel=0.20), klass
+        assert figures["ttft_p99"] == pytest.approx(mine["ttft_p99"], rel=0.30), klass
+    # the documents' long prompts wait as long as chat's, then take longer to prefill
+    assert run.class_simulated["docs"]["ttft_p50"] > 2 * run.class_simulated["chat"]["ttft_p50"]
+
+
+def test_plan_simulate_prints_each_class(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from planc.cli import main
+
+    path = tmp_path / "mix.plan"
+    path.write_text(mixed(0.6).replace("request_class docs_class { deployment = d; traffic = docs; ttft_slo = 10 s }\n", ""),
+                    encoding="utf-8")
+    result = CliRunner().invoke(main, ["simulate", str(path), "--duration", "40", "--replicas", "1"])
+    assert result.exit_code == 0, result.output
+    rows = {line[:28].strip(): line for line in result.output.splitlines()}
+    assert "chat_class.ttft_at_peak" in rows["chat: TTFT p99"] and "%" in rows["chat: TTFT p99"]
+    assert "declare a `request_class` of `d` for `docs`" in rows["docs: TTFT p99"]
