@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from planc.exact import search_bounds
-from planc.pipeline import Compilation, compile_plan
-from planc.replay import replay
+from planc.pipeline import Compilation
 from planc.simulate import lognormal_fit
+
+from .sim_agreement import replay_agrees
 
 WORKLOADS = {  # prompt mean, p99; output mean, p99
     "chat": (1000, 6000, 250, 1000),
@@ -105,18 +106,7 @@ def test_prefix_caching_cuts_the_prefill(compile_text: Callable[[str], Compilati
 def test_the_analytic_model_agrees_with_the_simulator(tmp_path: Path, workload: str, utilization: float) -> None:
     """Both serve the same peak with the same iteration physics; the analytic model's steady state
     (running batch, TPOT) and its queue (TTFT) against the simulated distribution."""
-    path = tmp_path / "p.plan"
-    path.write_text(plan(workload, utilization), encoding="utf-8")
-    c = compile_plan(path)
-    assert c.lowered is not None
-    run = replay(c.lowered, "d", duration=200, replicas=2, seed=3)
-    sim, ana = run.simulated, run.analytic
-    # stable: the replicas complete what arrives (those still running at the end are in flight, not stuck)
-    assert sim["completed_per_s"] == pytest.approx(run.rate, rel=0.06) and sim["preemptions_per_request"] == 0
-    assert ana["mean_running"] == pytest.approx(sim["mean_running"], rel=0.15)
-    assert ana["tpot_mean"] == pytest.approx(sim["tpot_mean"], rel=0.15)
-    assert ana["ttft_p50"] == pytest.approx(sim["ttft_p50"], rel=0.20)
-    assert ana["ttft_p99"] == pytest.approx(sim["ttft_p99"], rel=0.30)
+    replay_agrees(tmp_path, plan(workload, utilization))
 
 
 def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: Path) -> None:

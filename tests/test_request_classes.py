@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from planc.diagnostics import Severity
-from planc.pipeline import Compilation, compile_plan
-from planc.replay import replay
+from planc.pipeline import Compilation
 from planc.sim_traffic import LengthClass, Workload, lengths, lognormal_fit
+
+from .sim_agreement import TTFT_P50, TTFT_P99, replay_agrees
 
 CLASS = """traffic {name} {{ daily_active_users = {dau}; requests_per_user = 10 requests/user/day; peak_factor = {peak}
   prompt_tokens = {p} tokens; prompt_tokens_p99 = {p99} tokens; output_tokens = {o} tokens; output_tokens_p99 = {o99} tokens{extra} }}
@@ -174,23 +175,13 @@ def test_the_analytic_mix_agrees_with_the_simulator(tmp_path: Path, utilization:
     """The simulator serves the true mixture (each request's lengths from its class); the analytic
     model serves its moments. Overall and per class, within the tolerances of the one-class test
     (tests/test_engine_model.py)."""
-    path = tmp_path / "mix.plan"
-    path.write_text(mixed(utilization), encoding="utf-8")
-    c = compile_plan(path)
-    assert c.lowered is not None
-    run = replay(c.lowered, "d", duration=200, replicas=2, seed=3)
-    sim, ana = run.simulated, run.analytic
-    assert sim["completed_per_s"] == pytest.approx(run.rate, rel=0.06) and sim["preemptions_per_request"] == 0
-    assert ana["mean_running"] == pytest.approx(sim["mean_running"], rel=0.15)
-    assert ana["tpot_mean"] == pytest.approx(sim["tpot_mean"], rel=0.15)
-    assert ana["ttft_p50"] == pytest.approx(sim["ttft_p50"], rel=0.20)
-    assert ana["ttft_p99"] == pytest.approx(sim["ttft_p99"], rel=0.30)
+    run = replay_agrees(tmp_path, mixed(utilization))
     assert run.classes == ["chat", "docs"]
     for klass, view in (("chat", "chat_class"), ("docs", "docs_class")):
         mine, (name, figures) = run.class_simulated[klass], run.class_analytic[klass]
         assert name == view and mine["requests"] > 300
-        assert figures["ttft_p50"] == pytest.approx(mine["ttft_p50"], rel=0.20), klass
-        assert figures["ttft_p99"] == pytest.approx(mine["ttft_p99"], rel=0.30), klass
+        assert figures["ttft_p50"] == pytest.approx(mine["ttft_p50"], rel=TTFT_P50), klass
+        assert figures["ttft_p99"] == pytest.approx(mine["ttft_p99"], rel=TTFT_P99), klass
     # the documents' long prompts wait as long as chat's, then take longer to prefill
     assert run.class_simulated["docs"]["ttft_p50"] > 2 * run.class_simulated["chat"]["ttft_p50"]
 

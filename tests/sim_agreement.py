@@ -1,0 +1,32 @@
+"""The analytic engine model against the simulator: one check, shared by the one-class workloads
+(test_engine_model.py) and the request-class mixes (test_request_classes.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from planc.pipeline import compile_plan
+from planc.replay import Replay, replay
+
+TTFT_P50, TTFT_P99 = 0.20, 0.30
+"""Relative tolerances of the analytic TTFT median and tail against the simulated ones."""
+
+
+def replay_agrees(tmp_path: Path, text: str) -> Replay:
+    """Compile `text`, serve deployment `d`'s peak on two simulated replicas for 200 s, and assert
+    that they are stable (they complete what arrives, with no preemption) and that the analytic
+    running batch and TPOT are within 15 %, its TTFT p50 and p99 within `TTFT_P50`, `TTFT_P99`."""
+    path = tmp_path / "p.plan"
+    path.write_text(text, encoding="utf-8")
+    c = compile_plan(path)
+    assert c.lowered is not None
+    run = replay(c.lowered, "d", duration=200, replicas=2, seed=3)
+    sim, ana = run.simulated, run.analytic
+    # stable: the replicas complete what arrives (those still running at the end are in flight, not stuck)
+    assert sim["completed_per_s"] == pytest.approx(run.rate, rel=0.06) and sim["preemptions_per_request"] == 0
+    assert ana["mean_running"] == pytest.approx(sim["mean_running"], rel=0.15)
+    assert ana["tpot_mean"] == pytest.approx(sim["tpot_mean"], rel=0.15)
+    assert ana["ttft_p50"] == pytest.approx(sim["ttft_p50"], rel=TTFT_P50)
+    assert ana["ttft_p99"] == pytest.approx(sim["ttft_p99"], rel=TTFT_P99)
+    return run
