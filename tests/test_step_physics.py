@@ -111,6 +111,26 @@ def test_tensor_parallelism_beyond_the_board_runs_on_the_network(compile_text: C
     assert inside["d.link_latency"] == Fraction(9, 10**6)  # vLLM's custom all-reduce inside the board
 
 
+def test_pcie_cards_talk_over_pcie_inside_the_server(compile_text: Callable[[str], Compilation]) -> None:
+    # an L40S has no NVLink: TP 4 in one 8-card server runs its rings over PCIe Gen4 x16 at the
+    # 24 GB/s NCCL's topology model gives the link (16 lanes × 120 / 80, src/graph/topo.cc), pays
+    # NCCL's latency (vLLM's own all-reduce is off beyond two PCIe-only GPUs), and is told so; TP 16
+    # leaves the server and crosses the network
+    inside = compile_text(plan("llama-3.1-70b", gpu="l40s", tp=4, weights="fp8"))
+    v = values(inside)
+    assert v["d.link_bandwidth"] == v["l40s.server_link_bandwidth"] == 24 * 10**9
+    assert v["d.link_latency"] == v["l40s.interconnect_latency"] * 3 / 7
+    assert any("cross PCIe" in d.message for d in inside.diagnostics)
+    beyond = values(compile_text(plan("llama-3.1-405b", gpu="l40s", tp=16, weights="fp8"), name="tp16.plan"))
+    assert beyond["d.link_bandwidth"] == beyond["l40s.scale_out_bandwidth"]
+    assert beyond["d.link_latency"] == beyond["l40s.scale_out_latency"]
+    # an H100 PCIe pair shares its NVLink bridge; four cards reach past it over PCIe Gen5 (48 GB/s)
+    pair = values(compile_text(plan(gpu="h100-pcie", tp=2), name="pair.plan"))
+    four = values(compile_text(plan(gpu="h100-pcie", tp=4), name="four.plan"))
+    assert pair["d.link_bandwidth"] == pair["h100_pcie.interconnect_bandwidth"] == 300 * 10**9
+    assert four["d.link_bandwidth"] == 48 * 10**9
+
+
 def test_nccl_latency_scales_with_the_ring(compile_text: Callable[[str], Compilation]) -> None:
     # an engine without its own all-reduce pays NCCL's: 27.0 µs measured across 8 H100s, and a ring
     # of n takes 2(n−1) steps, so 2 GPUs pay a seventh of it
