@@ -155,6 +155,25 @@ def _count(text: str, default: int | None = None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def kv_dtype(row: Row, weights: str) -> str:
+    """The KV cache dtype a row ran with: the one its source states; else the one its checkpoint
+    and engine choose; else the activations' 16-bit type.
+
+    A ModelOpt checkpoint (`hf_id` under `nvidia/`, FP8 or FP4 weights) carries an FP8 KV cache
+    unless its exporter was told otherwise — NVIDIA/TensorRT-Model-Optimizer@05ab948420d840fbcaa4b32cb5948d99408ed7a6:
+    examples/llm_ptq/hf_ptq.py, `--kv_cache_qformat` "default to fp8 if not provided" — and
+    TensorRT-LLM's LLM API (the PyTorch backend trtllm-bench runs from v0.19) takes
+    `kv_cache_quant_algo` from the checkpoint's hf_quant_config.json when the run does not set one
+    (NVIDIA/TensorRT-LLM@7b437aaa73bf5a44b1102aee5c631074da763b8f: tensorrt_llm/llmapi/llm_utils.py
+    `ModelLoader._update_from_hf_quant_config`). The checkpoints' own config files are not quoted
+    here: this reads the exporter's default, and validation/README.md says so."""
+    if row["kv"]:
+        return row["kv"]
+    if row["engine"] == "trtllm" and row["hf_id"].startswith("nvidia/") and weights in ("fp8", "fp4"):
+        return "fp8"
+    return "fp16" if weights == "fp16" else "bf16"
+
+
 def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, tuple[str, str]]) -> tuple[str | None, str]:
     """The plan that states the row's setup, or None and why it cannot be stated."""
     metric = row["metric"]
@@ -166,7 +185,7 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
     if not _STEM.match(gpu) or gpu not in hardware:
         return None, f"accelerator {gpu or '(none)'} is not in the catalog"
     weights = row["weights"] or "bf16"
-    kv = row["kv"] or ("fp16" if weights == "fp16" else "bf16")
+    kv = kv_dtype(row, weights)
     if weights not in DTYPES or kv not in DTYPES:
         return None, f"precision {weights}/{kv} is not a catalog dtype"
     tp, pp, batch = _count(row["tp"], 1), _count(row["pp"], 1), _count(row["batch"], 1)

@@ -116,3 +116,17 @@ def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
     assert predictions["x"].problem == "value is not a number"
     assert predictions["y"].problem == "parallelism, batch or lengths are not whole numbers"
     assert predictions["z"].problem == "engine profile evil{ is not in the catalog"
+
+
+@pytest.mark.parametrize(("fields", "kv"), [
+    ({"kv": "fp8", "weights": "bf16", "engine": "vllm", "hf_id": "meta-llama/Llama-3.1-8B"}, "fp8"),  # stated: as stated
+    ({"kv": "", "weights": "fp8", "engine": "trtllm", "hf_id": "nvidia/Llama-3.1-8B-Instruct-FP8"}, "fp8"),  # ModelOpt export default
+    ({"kv": "", "weights": "fp4", "engine": "trtllm", "hf_id": "nvidia/Llama-3.3-70B-Instruct-FP4"}, "fp8"),
+    ({"kv": "bf16", "weights": "fp8", "engine": "trtllm", "hf_id": "nvidia/Llama-3.1-8B-Instruct-FP8"}, "bf16"),  # a stated kv wins
+    ({"kv": "", "weights": "fp8", "engine": "vllm", "hf_id": "nvidia/Llama-3.1-8B-Instruct-FP8"}, "bf16"),  # only the engine that adopts it
+    ({"kv": "", "weights": "fp8", "engine": "trtllm", "hf_id": "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8"}, "bf16"),
+    ({"kv": "", "weights": "fp16", "engine": "trtllm", "hf_id": "meta-llama/Llama-2-7b-hf"}, "fp16"),
+])
+def test_a_blank_kv_is_the_checkpoints_and_engines_choice(fields: dict[str, str], kv: str) -> None:
+    row = v.Row("r.csv", 2, fields)
+    assert v.kv_dtype(row, fields["weights"]) == kv
