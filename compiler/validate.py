@@ -166,7 +166,10 @@ def kv_dtype(row: Row, weights: str) -> str:
     `kv_cache_quant_algo` from the checkpoint's hf_quant_config.json when the run does not set one
     (NVIDIA/TensorRT-LLM@7b437aaa73bf5a44b1102aee5c631074da763b8f: tensorrt_llm/llmapi/llm_utils.py
     `ModelLoader._update_from_hf_quant_config`). The checkpoints' own config files are not quoted
-    here: this reads the exporter's default, and validation/README.md says so."""
+    here: this reads the exporter's default, and validation/README.md says so. The default is the
+    revision's above; the 2024 scripts the older checkpoints came from also quantised the KV cache
+    of an FP8 model ("Always turn on FP8 kv cache to save memory footprint"), though one
+    intermediate revision left it off for Hugging Face exports — the reading's known risk."""
     if row["kv"]:
         return row["kv"]
     if row["engine"] == "trtllm" and row["hf_id"].startswith("nvidia/") and weights in ("fp8", "fp4"):
