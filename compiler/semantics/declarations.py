@@ -5,6 +5,22 @@ Contract: `Declarations` holds the elaboration's state (the program, the sink, t
 the graph being built) and resolves declarations; it elaborates the expressions it meets
 through `expr`, which `expressions.Expressions` defines. Only `elaborate.Elaborator`, which
 adds the entry points, is constructed.
+
+Incremental variants. While it elaborates, the elaborator records for every node the nodes its
+definition read, in order (`reads`: through a name, an attribute, a map entry, or as a reference
+in its formula), the override keys its definition was looked up under (`consults`: `(instance,
+field)`, and `(instance, "map[key]")` for a map entry) and how it was reached (`requests`).
+`memo()` hands that over; a variant (`resume(memo)`, then `run`) keeps a node of the memo,
+instead of elaborating it again, when its definition consults no overridden key and every node
+it read is, in the variant, what it was (the same dimension, or the same static value: a node's
+formula names the nodes it reads, not their formulas, so it elaborates to the same formula).
+That is decided on demand, where the variant reaches the node, and recursively for what it read;
+so an override that changes a value but not the shape of the plan (`cuda_graphs = false`)
+re-elaborates the few nodes whose formulas it changes, not the many that read them. Variants
+(`x where (...)`, a search's trials) keep their names and their keys, so a kept node means what
+it meant. An override that changes which fields of a variant differ from its instance (what
+`_varies` decides from the definitions) makes the memo unusable, and the variant is elaborated
+in full.
 """
 
 from __future__ import annotations
@@ -41,6 +57,39 @@ from .values import (
 )
 
 
+@dataclasses.dataclass
+class Memo:
+    """The state of a finished elaboration that a variant of the same program may start from.
+    Shared between variants and never mutated: `resume` copies what it extends."""
+
+    kinds: dict[str, Kind | None]
+    types: dict[int, TypeInfo | None]
+    instances: dict[str, Instance | None]
+    variants: dict[Any, Instance]
+    done: dict[str, Value | None]
+    reads: dict[str, dict[str, None]]
+    consults: dict[str, set[tuple[str, str]]]
+    requests: dict[str, tuple[Any, ...]]
+    varying: dict[Any, bool]
+    varying_at: dict[Any, Instance]
+    elaborated: ir.Elaborated
+
+
+class Restart(Exception):
+    """A variant started from a memo met an error while checking a node it might not need."""
+
+
+def _same(a: Value | None, b: Value | None) -> bool:
+    """Whether a node elaborated to what it did in the memo: a quantity of the same dimension, or
+    the same static value."""
+    if a is None or b is None:
+        return False
+    if isinstance(a, (Dim, str)) or isinstance(b, (Dim, str)):
+        return type(a) is type(b) and a == b
+    key = static_key(a)
+    return key is not None and key == static_key(b)
+
+
 class Declarations:
     def __init__(self, program: Program, sink: dx.Sink,
                  overrides: dict[tuple[str, str], ast.Expr] | None = None, lean: bool = False) -> None:
@@ -61,6 +110,86 @@ class Declarations:
         self._variants: dict[Any, Instance] = {}
         self._formula: ast.Expr | None = None  # the formula of the node being elaborated (for `largest`)
         self._varying: dict[tuple[str, str, str, frozenset[str], frozenset[str]], bool] = {}
+        self._varying_at: dict[Any, Instance] = {}
+        self.reads: dict[str, dict[str, None]] = {}  # node -> the nodes its definition read, in order
+        self.consults: dict[str, set[tuple[str, str]]] = {}  # node -> the override keys it was looked up under
+        self.requests: dict[str, tuple[Any, ...]] = {}  # node -> how it is reached again
+        self._memo: Memo | None = None
+        self._members: list[dict[str, Value]] = []  # the variables of the reductions being elaborated
+        self._stale: set[str] = set()  # nodes of the memo this variant elaborates again
+
+    # ---- incremental variants (see the module's contract) ------------------------------------
+    def memo(self) -> Memo:
+        return Memo(self.kinds, self._types, self.instances, self._variants, self.done, self.reads,
+                    self.consults, self.requests, self._varying, self._varying_at, self.out)
+
+    def resume(self, memo: Memo) -> None:
+        """Start this variant from a finished elaboration of the same program."""
+        for key, inst in memo.varying_at.items():
+            if (key[0], key[2]) in self.overrides and self._name_depends(inst, key[2], key[3]) != memo.varying[key]:
+                return  # which fields of a variant differ from its instance changes: no memo
+        self._memo = memo
+        self._stale = {n for n, keys in memo.consults.items() if not keys.isdisjoint(self.overrides)}
+        self.kinds, self._types = dict(memo.kinds), dict(memo.types)
+        self.instances, self._variants = dict(memo.instances), dict(memo.variants)
+        self.out.instances = list(memo.elaborated.instances)
+
+    def _adopt(self, node_id: str) -> bool:
+        """Keep the memo's node `node_id` if nothing it was made from has changed."""
+        memo = self._memo
+        if memo is None or node_id in self._stale or node_id not in memo.done:
+            return False
+        self._stale.add(node_id)  # until shown otherwise: a failed check is not made twice
+        for read in memo.reads.get(node_id, ()):
+            if not self._reach(read) or not _same(self.done[read], memo.done[read]):
+                return False
+        self._stale.discard(node_id)
+        self.done[node_id] = memo.done[node_id]
+        node = memo.elaborated.nodes.get(node_id)
+        if node is not None:
+            self.out.nodes[node_id] = node
+            self.out.order.append(node_id)
+        static = memo.elaborated.statics.get(node_id)
+        if static is not None:
+            self.out.statics[node_id] = static
+        return True
+
+    def _reach(self, node_id: str) -> bool:
+        """Make sure the variant has the memo's node `node_id`, kept or elaborated again."""
+        if node_id in self.done or self._adopt(node_id):
+            return node_id in self.done and self.done[node_id] is not None
+        assert self._memo is not None
+        request = self._memo.requests.get(node_id)
+        if request is None:
+            return False
+        how, *args = request
+        sink, self.sink = self.sink, dx.Sink()
+        try:
+            if how == "field":
+                self.field(args[0], args[1], args[0].decl.name_span)
+            elif how == "expr":  # a map entry, in the reductions it was read in (`load[h]`)
+                members, self._members = self._members, list(args[2])
+                try:
+                    self.expr(args[0], args[1])
+                finally:
+                    self._members = members
+            else:
+                self._let(args[0], args[1])
+        finally:
+            reached, self.sink = self.sink, sink
+        if reached.has_errors:  # it may not be read in the variant at all: elaborate it in full
+            raise Restart
+        for d in reached.items:
+            sink.add(d)
+        return self.done.get(node_id) is not None
+
+    def finish_resumed(self) -> None:
+        """The memo's variants that the variant's nodes belong to."""
+        if self._memo is not None:
+            owners = {node.owner for node in self.out.nodes.values()}
+            for name, bound in self._memo.elaborated.variants.items():
+                if name in owners:
+                    self.out.variants.setdefault(name, bound)
 
     def expr(self, e: ast.Expr, scope: Instance | None) -> Value | None:
         raise NotImplementedError  # expressions.Expressions
@@ -255,6 +384,9 @@ class Declarations:
             if not self._varies(inst, name):  # the same in the variant as in the instance it varies
                 return self.field(inst.outer, name, use, text)
         node_id = ir.node_id(inst.name, name)
+        if node_id not in self.done and node_id not in self.requests:
+            self.consults.setdefault(node_id, set()).add((inst.origin.name, name))
+            self.requests[node_id] = ("field", inst, name)
         definition = self._definition(inst, spec)
         if definition is None and inst.abstract:
             return self._placeholder(inst, spec, use, text or name)
@@ -309,6 +441,7 @@ class Declarations:
         key = (inst.origin.name, inst.kind.name, name, on, self._leaves(inst))
         if key not in self._varying:
             self._varying[key] = False  # a cycle is reported by the instance itself
+            self._varying_at[key] = inst
             definition = self._definition(inst, inst.kind.fields[name])
             self._varying[key] = definition is not None and self._depends(inst, definition[0], on)
         return self._varying[key]
@@ -357,7 +490,8 @@ class Declarations:
         """A field a variant binds: a node whose formula is the binding, computed in the
         instance the variant varies; the free variable of a `largest` starts at its low end."""
         node_id = ir.node_id(inst.name, spec.name)
-        if node_id not in self.done:
+        self.requests.setdefault(node_id, ("field", inst, spec.name))
+        if node_id not in self.done and not self._adopt(node_id):
             value, written = inst.bound[spec.name]
             assert value is not None, "the free variable is recorded by `largest`"
             meta = NodeMeta(owner=inst.name, field=spec.name, spec=spec, ftype=ftype, notes=None,
@@ -386,7 +520,7 @@ class Declarations:
 
     def _node(self, node_id: str, expr: ast.Expr, scope: Instance | None, meta: NodeMeta,
               use: Span, text: str) -> Value | None:
-        if node_id in self.done:
+        if node_id in self.done or self._adopt(node_id):
             return self._use(node_id, use, text)
         if any(n == node_id for n, _ in self.stack):
             self._cycle(node_id, expr.span)
@@ -411,6 +545,8 @@ class Declarations:
         return self._use(node_id, use, text)
 
     def _use(self, node_id: str, use: Span, text: str) -> Value | None:
+        if self.stack and self.stack[-1][0] != node_id:
+            self.reads.setdefault(self.stack[-1][0], {})[node_id] = None
         done = self.done[node_id]
         if isinstance(done, (Dim, str)):
             return ir.Ref(node_id, done, use, text)
@@ -441,6 +577,8 @@ class Declarations:
         )
         self.out.nodes[node_id] = node
         self.out.order.append(node_id)
+        if node.deps:
+            self.reads.setdefault(node_id, {}).update(dict.fromkeys(node.deps))
 
     def _cycle(self, node_id: str, span: Span) -> None:
         start = next(i for i, (n, _) in enumerate(self.stack) if n == node_id)
@@ -541,6 +679,7 @@ class Declarations:
         ftype = self.resolve_type(decl.type) if decl.type is not None else None
         meta = NodeMeta(owner="", field=name, spec=None, ftype=ftype, notes=decl.notes,
                          overridden=True, decl_span=decl.name_span, type_span=span_of_type(decl.type))
+        self.requests.setdefault(name, ("let", name, use))
         return self._node(name, decl.expr, None, meta, use, name)
 
     # ---- shared checks and messages -------------------------------------------------------

@@ -14,6 +14,11 @@ Contract
 - Questions: once the graph is complete, `questions.py` resolves every path the plan's questions
   name into typed records (`Elaborated.questions`); a variant (`elaborate_variant`: the plan with
   some fields overridden, as a question or a lever builds it) answers none.
+- A variant given the plan it varies (`base`) starts from that plan's memo and elaborates again
+  only the nodes whose formulas the overrides change (`declarations.py`, incremental variants);
+  the result is the variant's full elaboration, node for node in what it evaluates to. A variant
+  that meets an error while checking a kept node it may not need (`Restart`) is elaborated in
+  full, so its diagnostics are exactly the full elaboration's.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from ..figure_roles import FIGURES
 from ..source import Span
 from ..syntax import ast
 from . import ir
+from .declarations import Restart
 from .expressions import Expressions
 from .questions import questions
 from .resolve import Program
@@ -66,6 +72,7 @@ class Elaborator(Expressions):
                 self._lever(None, stmt)
         self._unused_kinds()
         self._lineage()
+        self.finish_resumed()
         return self.out
 
     def _lineage(self) -> None:
@@ -276,17 +283,40 @@ class Elaborator(Expressions):
         return found[0] if found and inst.decl.name_span.file.is_stdlib else inst.decl.name_span
 
 
+INCREMENTAL = True
+"""Whether a variant starts from the memo of the plan it varies (tests compare it with the full
+elaboration, which this switches back to)."""
+
+
 def elaborate(program: Program, sink: dx.Sink) -> ir.Elaborated:
-    """The plan as written, with its questions (`Elaborated.questions`)."""
-    return Elaborator(program, sink).run()
+    """The plan as written, with its questions (`Elaborated.questions`), and the memo its
+    variants start from (`Elaborated.memo`)."""
+    elaborator = Elaborator(program, sink)
+    out = elaborator.run()
+    out.memo = elaborator.memo()
+    return out
 
 
 def elaborate_variant(program: Program, sink: dx.Sink, overrides: dict[ir.FieldRef, ast.Expr],
-                      lean: bool = False) -> ir.Elaborated:
+                      lean: bool = False, base: ir.Elaborated | None = None) -> ir.Elaborated:
     """A variant of the plan: each override `(instance, field) -> expression` (a question's
     `given`, a scenario's assignment, a sweep's point, a lever) replaces that field's definition
     everywhere, as an assignment in the plan would. A variant answers no question; `lean` builds
-    only what the summary, the checks and the requirements read (no findings, levers, figures)."""
+    only what the summary, the checks and the requirements read (no findings, levers, figures).
+    `base`: the plan as elaborated (by `elaborate`), whose nodes the overrides cannot reach the
+    variant keeps rather than elaborating them again; the result is the same either way."""
+    if INCREMENTAL and base is not None and base.memo is not None:
+        tried = dx.Sink()
+        elaborator = Elaborator(program, tried, overrides, lean)
+        elaborator.resume(base.memo)
+        try:
+            out = elaborator.run()
+        except Restart:
+            pass
+        else:
+            for d in tried.items:
+                sink.add(d)
+            return out
     return Elaborator(program, sink, overrides, lean).run()
 
 

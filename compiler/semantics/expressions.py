@@ -45,7 +45,6 @@ class Expressions(Declarations):
     def __init__(self, program: Program, sink: dx.Sink,
                  overrides: dict[tuple[str, str], ast.Expr] | None = None, lean: bool = False) -> None:
         super().__init__(program, sink, overrides, lean)
-        self._members: list[dict[str, Value]] = []  # the variables of the reductions being elaborated
         self._dispatch: dict[type, Callable[[Any, Instance | None], Value | None]] = {
             ast.Name: self._name, ast.Attribute: self._attribute, ast.Index: self._index,
             ast.Number: self._number, ast.Bool: self._bool, ast.Unary: self._unary,
@@ -149,7 +148,12 @@ class Expressions(Declarations):
             text = f"{e.value.span.text}[{key.member.name}]"
         entry = next((f for _, f in inst.assignments() if len(f.target.steps) == 2
                       and f.target.steps[0].name == name and f.target.steps[1].name == key.member.name), None)
-        override = self.overrides.get((inst.name, f"{name}[{key.member.name}]"))
+        entry_key = (inst.name, f"{name}[{key.member.name}]")
+        for reached in (node_id, ir.node_id(inst.name, name)):  # the entry, or the map's own node
+            if reached not in self.done:
+                self.consults.setdefault(reached, set()).add(entry_key)
+                self.requests.setdefault(reached, ("expr", e, scope, tuple(dict(m) for m in self._members)))
+        override = self.overrides.get(entry_key)
         if override is not None:
             entry = ast.Field(override.span, ast.Path(override.span, ()), override, ast.Annotations(override.span))
         default = spec.decl.default if isinstance(spec.decl, ast.InputDecl) else None
@@ -413,7 +417,7 @@ class Expressions(Declarations):
         assert isinstance(low, (ir.Lit, ir.Ref, ir.Op)) and isinstance(high, (ir.Lit, ir.Ref, ir.Op))
         trial = self.variant(scope, {var.id: (None, var)}, e.span)
         node_id = ir.node_id(trial.name, var.id)
-        if node_id not in self.done:
+        if node_id not in self.done and not self._adopt(node_id):
             self.done[node_id] = ftype.dim  # type: ignore[assignment]
             meta = NodeMeta(owner=trial.name, field=var.id, spec=spec, ftype=ftype, notes=None,
                              overridden=True, decl_span=spec.decl.name_span, type_span=span_of_type(spec.decl.type))

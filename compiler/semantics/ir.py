@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from ..source import Span
 from ..syntax import ast
@@ -317,6 +318,9 @@ class Elaborated:
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # each variant (`chat@mixed_step_time`, made by a `where` or a `largest`): the fields it binds
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # what the elaborator knew when it finished (`declarations.Memo`), so that a variant of this
+    # plan elaborates again only the fields an override reaches; set on the plan as written
+    memo: Any = field(default=None, repr=False, compare=False)
 
 
 # ---- graph helpers shared by lowering, solving and vector evaluation ----------------------
