@@ -423,7 +423,10 @@ def all_trial_nodes(elaborated: Elaborated) -> set[str]:
 
 
 def search_inputs(elaborated: Elaborated, node_id: str) -> set[str]:
-    """The nodes outside a search's trial nodes that its trials read: they must have values first."""
+    """The nodes outside a search's trial nodes that its trials read: they must have values first.
+    The free variable of a search nested in the trials is not one: that search sets it."""
     trials = set(trial_nodes(elaborated, node_id))
     free = elaborated.nodes[node_id].expr.args[0].node  # type: ignore[union-attr]
-    return {d for n in trials for d in elaborated.nodes[n].deps if d not in trials and d != free}
+    nested = {elaborated.nodes[n].expr.args[0].node for n in trials  # type: ignore[union-attr]
+              if is_search(elaborated.nodes[n].expr)}
+    return {d for n in trials for d in elaborated.nodes[n].deps if d not in trials and d != free and d not in nested}
