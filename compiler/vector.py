@@ -104,6 +104,18 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
 
     shape = np.broadcast_shapes(np.shape(low), np.shape(high), *(np.shape(values[r]) for r in ir.refs(cond) if r in values))
     low, high = np.broadcast_to(low, shape).copy(), np.broadcast_to(high, shape).copy()
+    if (np.size(low) == 1 and np.isfinite(low).all() and np.isfinite(high).all()
+            and 0 <= (high - low).reshape(-1)[0] < CHUNK
+            and all(np.size(values[r]) == 1 for r in ir.search_inputs(elaborated, node_id) if r in values)):
+        # one point (the exact evaluator's guess): every value of the range in one pass, then the
+        # same bisection over the outcomes — one pass instead of one per step, and a search nested
+        # in the trials runs once over the range rather than once per step
+        lo, hi = int(low.reshape(-1)[0]), int(high.reshape(-1)[0])
+        outcome = np.broadcast_to(holds(np.arange(lo, hi + 1, dtype=float)), (hi - lo + 1,))
+        found = _bisect(lambda j: bool(outcome[j - lo]), lo, hi)
+        holds(np.full(shape, lo if found is None else found, dtype=float))
+        answer = base + (np.nan if found is None else found) * step
+        return np.broadcast_to(answer, shape).copy() if shape else float(answer)
     feasible = (high >= low) & holds(low)
     top = holds(high) & feasible
     good, bad = low.copy(), high.copy()
@@ -119,6 +131,23 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
     holds(np.where(np.isnan(k), low, k))
     answer = base + k * step
     return answer if np.ndim(answer) else float(answer)
+
+
+def _bisect(holds: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The bisection `_largest` runs at every point, at one point: the same steps, so the same
+    answer (None where even `low` fails), whether or not the condition is monotone."""
+    if not holds(low):
+        return None
+    if holds(high):
+        return high
+    good, bad = low, high
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if holds(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
 
 
 def _scalar(value: Any) -> Any:

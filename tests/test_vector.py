@@ -41,3 +41,36 @@ def test_relaxed_mode_takes_ceil_and_floor_as_their_argument(compile_text: Calla
     assert list(strict["up"]) == [6.0, 8.0] and list(strict["down"]) == [3.0, 4.0]
     assert list(relaxed["up"]) == [5.0, 6.4] and list(relaxed["down"]) == pytest.approx([3.5, 4.2])
     assert math.isclose(float(exact["up"]), 6.0)  # the plan itself is unchanged
+
+
+NESTED = '''
+kind box "a toy with a search inside a search's trials" {
+  input n: count = largest(n, 1, 100, k >= 1 and (n <= 30 or (n >= 50 and n <= 60))) "items"
+  input k: count = largest(k, 1, 64, k * n <= room) "items per item"
+  input room: count = 600 "room"
+}
+box b { }
+'''
+
+
+def test_a_search_at_one_point_answers_as_the_bisection_at_many(compile_text: Callable[[str], Compilation]) -> None:
+    """At one point a search evaluates its whole range in one pass, then bisects over the outcomes;
+    at several it bisects pass by pass. Both take the same steps, so they give the same answer,
+    even where the condition is not monotone (it holds to 30, then again from 50 to 60), and with
+    a search (`k`) among the trials of another."""
+    c = compile_text(NESTED)
+    assert c.ok, c.diagnostics
+    el, exact = c.lowered.elaborated, c.lowered.values
+    # the bisection's steps: 1 holds, 100 fails, 50 holds, 75, 62 fail, 56, 59, 60 hold, 61 fails
+    assert exact["b.n"] == 60 and exact["b.k"] == 10
+    answers = {}
+    for room in (600.0, 40.0, 1.0):  # at 40, k has no value beyond n = 40; at 1, only n = 1 has one
+        one = evaluate_many(el, exact, {"b.room": np.array([room])})
+        many = evaluate_many(el, exact, {"b.room": np.array([room, room, 2 * room])})
+        for node in ("b.n", "b.k"):
+            a, b = np.asarray(one[node]).reshape(-1)[0], np.asarray(many[node]).reshape(-1)[0]
+            assert (math.isnan(a) and math.isnan(b)) or a == b, (room, node, a, b)
+            answers[room, node] = a
+    assert answers[600.0, "b.n"] == 60 and answers[600.0, "b.k"] == 10
+    assert answers[40.0, "b.n"] == 30  # 1, 25, 28, 29, 30 hold; 100, 50, 37, 31 fail
+    assert answers[1.0, "b.n"] == 1 and math.isnan(answers[1.0, "b.k"])  # 60 items leave no room for one each
