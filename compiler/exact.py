@@ -308,6 +308,9 @@ def _check_range(value: Value, span: Span) -> Value:
     if isinstance(value, bool):
         return value
     if isinstance(value, Fraction):
+        # below 2^1022 by the integers' lengths (most values, and without a rational comparison)
+        if value.numerator.bit_length() - value.denominator.bit_length() < 1022:
+            return value
         if abs(value) > _FLOAT_MAX_FRACTION:
             raise EvalError(span, "overflow", "beyond ±1.8e308")
     elif math.isinf(value) or math.isnan(value):
