@@ -128,15 +128,27 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
                 k += 1
             holds(k)
             return at(k)  # type: ignore[no-any-return]
-    if high < low or not holds(low):
+    found = bisect(holds, low, high) if high >= low else None
+    if found is None:
         holds(low)
         shown = _show_plain(at(low))
         error = EvalError(expr.span, "infeasible", f"it fails already at {free.text} = {shown}" if high >= low
                           else "the range is empty")
         error.var = free.text  # type: ignore[attr-defined]
         raise error
+    if found != high:
+        holds(found)  # the trial nodes at the answer: the last trial was the value beyond it
+    return at(found)  # type: ignore[no-any-return]
+
+
+def bisect(holds: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The largest whole k in [low, high] at which `holds` holds, by bisection (`low` first, then
+    `high`, then halving), taking the condition to hold up to some k and fail beyond; None where
+    even `low` fails. The exact search and the vectorised one at one point take these same steps."""
+    if not holds(low):
+        return None
     if holds(high):
-        return at(high)  # type: ignore[no-any-return]
+        return high
     good, bad = low, high
     while bad - good > 1:
         mid = (good + bad) // 2
@@ -144,8 +156,7 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
             good = mid
         else:
             bad = mid
-    holds(good)
-    return at(good)  # type: ignore[no-any-return]
+    return good
 
 
 def _float_guess(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value], start: Any, base: Any,

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .builtins import FUNCTIONS
+from .exact import bisect
 from .semantics import ir
 
 Array = Any  # numpy array or float
@@ -112,7 +113,7 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         # in the trials runs once over the range rather than once per step
         lo, hi = int(low.reshape(-1)[0]), int(high.reshape(-1)[0])
         outcome = np.broadcast_to(holds(np.arange(lo, hi + 1, dtype=float)), (hi - lo + 1,))
-        found = _bisect(lambda j: bool(outcome[j - lo]), lo, hi)
+        found = bisect(lambda j: bool(outcome[j - lo]), lo, hi)
         holds(np.full(shape, lo if found is None else found, dtype=float))
         answer = base + (np.nan if found is None else found) * step
         return np.broadcast_to(answer, shape).copy() if shape else float(answer)
@@ -131,23 +132,6 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
     holds(np.where(np.isnan(k), low, k))
     answer = base + k * step
     return answer if np.ndim(answer) else float(answer)
-
-
-def _bisect(holds: Callable[[int], bool], low: int, high: int) -> int | None:
-    """The bisection `_largest` runs at every point, at one point: the same steps, so the same
-    answer (None where even `low` fails), whether or not the condition is monotone."""
-    if not holds(low):
-        return None
-    if holds(high):
-        return high
-    good, bad = low, high
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if holds(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 def _scalar(value: Any) -> Any:
