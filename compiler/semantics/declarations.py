@@ -157,7 +157,7 @@ class Declarations:
     def _reach(self, node_id: str) -> bool:
         """Make sure the variant has the memo's node `node_id`, kept or elaborated again."""
         if node_id in self.done or self._adopt(node_id):
-            return node_id in self.done and self.done[node_id] is not None
+            return self.done[node_id] is not None
         assert self._memo is not None
         request = self._memo.requests.get(node_id)
         if request is None:

@@ -118,8 +118,8 @@ class Sensitivities(SolverBase):
             return self._variants[key], ""
         sink = dx.Sink()
         # only the summary and the checks are read: a re-elaboration builds just what they need
-        elaborated = self._substituted(overrides) or elaborate_variant(self.program, sink, overrides, lean=True,
-                                                                                      base=self.base.elaborated)
+        base = self.base.elaborated
+        elaborated = self._substituted(overrides) or elaborate_variant(self.program, sink, overrides, lean=True, base=base)
         lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             return None, next(d.message for d in sink.items if d.is_error)
