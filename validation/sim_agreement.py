@@ -1,7 +1,7 @@
-"""The analytic engine model against the simulator, over the whole range issue 15 asks for.
+"""The analytic engine model against the simulator, at utilisation 0.3 to 0.9 on three workloads.
 
 Contract: `python validation/sim_agreement.py [--utilizations 0.3,0.6,0.9] [--duration 200]
-[--seeds 3]` compiles the three workloads of `tests/test_engine_model.py` (chat, long prompts,
+[--seeds N]` compiles the three workloads of `tests/test_engine_model.py` (chat, long prompts,
 long outputs; Llama-3.1-8B on an H100) at each utilisation target, serves each deployment's peak
 on two simulated replicas (`planc.replay`, the same call the tests make) and prints, per
 workload and utilisation, the analytic figure's relative error against the simulated one for the
