@@ -9,14 +9,14 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '14,480 devices',
-    'chat.tpot': '39.96 ms',
-    'chat.cost_per_month': '26,440,000 USD/month',
-    'chat.replicas': '3,614',
-    'chat.burst_replicas': '3,469',
-    'chat.batch': '120',
-    'chat.devices@peak_factor=2.5': '12,064 devices',
-    'chat.replicas@peak_factor=2.5': '3,011',
+    'chat.devices': '14,552 devices',
+    'chat.tpot': '39.83 ms',
+    'chat.cost_per_month': '26,580,000 USD/month',
+    'chat.replicas': '3,632',
+    'chat.burst_replicas': '3,487',
+    'chat.batch': '119',
+    'chat.devices@peak_factor=2.5': '12,128 devices',
+    'chat.replicas@peak_factor=2.5': '3,027',
     'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 

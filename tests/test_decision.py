@@ -79,7 +79,7 @@ def test_the_flagship_states_its_regime_sizing_and_memory(compiled: dict[str, Co
     doc = build_document(compiled["100m_dau"])
     text = " ".join(x.text for x in doc.decision.findings)
     assert "Decode is memory-bound" in text and "Prefill is compute-bound" in text
-    assert "Throughput at the peak sizes the fleet: 3,614 replicas" in text
+    assert f"Throughput at the peak sizes the fleet: {FIGURES['chat.replicas']} replicas" in text
     assert "A rolling update at the peak overloads the fleet" in text
     groups = [title for title, _ in doc.decision.groups]
     assert groups == ["Why", "Kernels", "Out of memory", "Production"]

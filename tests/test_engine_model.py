@@ -14,6 +14,7 @@ import pytest
 from planc.exact import search_bounds
 from planc.pipeline import Compilation
 from planc.simulate import lognormal_fit
+from planc.vector import evaluate_many
 
 from .sim_agreement import replay_agrees
 
@@ -64,13 +65,31 @@ def test_the_running_batch_is_the_largest_that_meets_the_slos(compile_text: Call
     assert failing == ["tpot <= tpot_slo"]  # one more sequence and the TPOT SLO breaks
 
 
-def test_the_operating_point_is_the_fixed_point_of_littles_law(compile_text: Callable[[str], Compilation]) -> None:
-    v = values(compile_text(plan("chat", 0.6)))
+@pytest.mark.parametrize("extra", ["", "\n  draft_tokens = 4"])
+def test_the_operating_point_is_the_fixed_point_of_littles_law(compile_text: Callable[[str], Compilation], extra: str) -> None:
+    v = values(compile_text(plan("chat", 0.6, extra)))
     # batch = rate × decode time: the operating batch completes the replica's share of the peak
     assert v["d.operating_rate"] <= v["d.peak_replica_rate"]
     assert v["d.operating_batch"] == pytest.approx(
         v["d.peak_replica_rate"] * v["d.tpot_at_peak"] * v["t.output_tokens"], rel=0.02)
     assert v["d.operating_batch"] < v["d.batch"] and v["d.tpot_at_peak"] < v["d.tpot"]
+    # the same law at capacity, draft model steps included: a request decodes for output × TPOT
+    assert v["d.replica_request_rate"] * v["d.tpot"] * v["t.output_tokens"] == pytest.approx(v["d.batch"], rel=1e-9)
+
+
+def test_a_decoding_sequence_sees_the_batch_with_itself_in_it(compile_text: Callable[[str], Compilation]) -> None:
+    """TPOT is timed at one more sequence than the mean running (E[N²]/E[N] for a Poisson number
+    running; the simulator's check is in test_simulate.py), while the arrivals that load the
+    prefill follow the mean; a static batch is always whole."""
+    c = compile_text(plan("long_prompt", 0.6))
+    v = values(c)
+    assert v["d.seen_batch"] == v["d.batch"] + 1
+    assert c.lowered is not None
+    seen = evaluate_many(c.lowered.elaborated, c.lowered.values, {"d.batch": np.array([v["d.batch"] + 1])}, None)
+    assert v["d.seen_step_time"] > v["d.mean_step_time"]
+    assert v["d.seen_step_time"] < float(np.asarray(seen["d.mean_step_time"]).reshape(-1)[0])  # the arrivals stay at the mean
+    static = values(compile_text(plan("long_prompt", 0.6, "\n  static_batching = true")))
+    assert static["d.seen_batch"] == static["d.batch"]
 
 
 def test_lengths_are_lognormals_with_the_given_mean_and_p99(compile_text: Callable[[str], Compilation]) -> None:
@@ -143,7 +162,9 @@ def test_disaggregated_prefill_takes_the_prompts_off_the_decode_replicas(
     assert mixed["d.prefill_pool_devices"] == 0 and mixed["d.prefill_load"] > 0
     assert split["d.prefill_load"] == 0 and split["d.prefill_share"] == 0
     assert split["d.mean_step_time"] == split["d.step_time"]  # no prefill interference
-    assert split["d.tpot"] == pytest.approx(split["d.step_time"], rel=1e-12)
+    # its TPOT is the pure decode step, at the batch a decoding sequence sees (itself included)
+    seen = values(compile_text(plan("long_prompt", 0.6, f"\n  disaggregated = true\n  batch = {split['d.batch'] + 1:.0f}")))
+    assert split["d.tpot"] == pytest.approx(seen["d.step_time"], rel=1e-12) and split["d.tpot"] > split["d.step_time"]
     # at the same running batch the decode replica is faster than one that also prefills
     same = values(compile_text(plan("long_prompt", 0.6, f"\n  disaggregated = true\n  batch = {mixed['d.batch']:.0f}")))
     assert same["d.tpot"] < mixed["d.tpot"]

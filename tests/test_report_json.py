@@ -62,7 +62,7 @@ def test_every_value_is_a_number_beside_its_text(report: dict) -> None:
     intervals = [report["summary"][0]["range"], *(x["range"] for x in report["uncertainty"]["inputs"])]
     assert all(set(i) == documented["interval"] for i in intervals)
     devices = next(q for q in report["quantities"] if q["id"] == "chat.devices")
-    text = FLAGSHIP["chat.devices"]  # "14,480 devices"
+    text = FLAGSHIP["chat.devices"]  # e.g. "14,480 devices"
     assert devices["value"] == {"value": float(text.split()[0].replace(",", "")), "unit": "devices", "text": text}
     low, high = report["summary"][0]["range"]["low"], report["summary"][0]["range"]["high"]
     assert low < devices["value"]["value"] < high  # the range brackets the midpoint's value
