@@ -91,7 +91,8 @@ class _Printer:
         if op == "/":
             return "\\frac{" + self.visit(args[0])[0] + "}{" + self.visit(args[1])[0] + "}", _PREC["/"]
         if op == "^":
-            return self._wrap(args[0], _PREC["^"] + 1) + "^{" + self.visit(args[1])[0] + "}", _PREC["^"]
+            # a fraction as the base is bracketed too: (a/b)^p, not a fraction whose denominator looks raised
+            return self._wrap(args[0], _ATOM) + "^{" + self.visit(args[1])[0] + "}", _PREC["^"]
         if op in ("neg", "not"):
             sign = "-" if op == "neg" else "\\lnot "
             return sign + self._wrap(args[0], _PREC[op]), _PREC[op]

@@ -393,12 +393,14 @@ def _anchor(title: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")
 
 
-def _sensitivity_matrix(sensitivities: list[Any], top: int = 5) -> SensitivityMatrix | None:
+def _sensitivity_matrix(sensitivities: list[Any], top: int = 5, rows: int = 12) -> SensitivityMatrix | None:
+    """Each headline's `top` assumptions, at most `rows` of them in all: those that move some headline
+    most (a headline that depends on few inputs would otherwise list ones that barely move it)."""
     if not sensitivities:
         return None
     tables = [dict(s.entries) for s in sensitivities]
     inputs = {name for s in sensitivities for name, _ in s.entries[:top]}
-    order = sorted(inputs, key=lambda n: (-max(abs(t.get(n, 0.0)) for t in tables), n))
+    order = sorted(inputs, key=lambda n: (-max(abs(t.get(n, 0.0)) for t in tables), n))[:rows]
     return SensitivityMatrix(tuple(s.target for s in sensitivities),
                              tuple((n, tuple(f"{t[n]:+.3g}" if n in t else "—" for t in tables)) for n in order))
 
