@@ -9,14 +9,14 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '14,552 devices',
-    'chat.tpot': '39.83 ms',
-    'chat.cost_per_month': '26,580,000 USD/month',
-    'chat.replicas': '3,632',
-    'chat.burst_replicas': '3,487',
-    'chat.batch': '119',
-    'chat.devices@peak_factor=2.5': '12,128 devices',
-    'chat.replicas@peak_factor=2.5': '3,027',
+    'chat.devices': '14,168 devices',
+    'chat.tpot': '39.76 ms',
+    'chat.cost_per_month': '25,870,000 USD/month',
+    'chat.replicas': '3,536',
+    'chat.burst_replicas': '3,395',
+    'chat.batch': '122',
+    'chat.devices@peak_factor=2.5': '11,808 devices',
+    'chat.replicas@peak_factor=2.5': '2,947',
     'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 

@@ -13,15 +13,15 @@ TTFT_P50, TTFT_P99 = 0.20, 0.30
 """Relative tolerances of the analytic TTFT median and tail against the simulated ones."""
 
 
-def replay_agrees(tmp_path: Path, text: str) -> Replay:
-    """Compile `text`, serve deployment `d`'s peak on two simulated replicas for 200 s, and assert
+def replay_agrees(tmp_path: Path, text: str, duration: float = 200) -> Replay:
+    """Compile `text`, serve deployment `d`'s peak on two simulated replicas for `duration` s, and assert
     that they are stable (they complete what arrives, with no preemption) and that the analytic
     running batch and TPOT are within 15 %, its TTFT p50 and p99 within `TTFT_P50`, `TTFT_P99`."""
     path = tmp_path / "p.plan"
     path.write_text(text, encoding="utf-8")
     c = compile_plan(path)
     assert c.lowered is not None
-    run = replay(c.lowered, "d", duration=200, replicas=2, seed=3)
+    run = replay(c.lowered, "d", duration=duration, replicas=2, seed=3)
     sim, ana = run.simulated, run.analytic
     # stable: the replicas complete what arrives (those still running at the end are in flight, not stuck)
     assert sim["completed_per_s"] == pytest.approx(run.rate, rel=0.06) and sim["preemptions_per_request"] == 0
