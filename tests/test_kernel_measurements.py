@@ -127,3 +127,14 @@ def test_the_roofline_norm_is_the_slower_time_far_from_the_ridge(compile_text: C
     ratio = float(compute / memory)
     assert ratio < 0.01
     assert float(v["d@step_time.gemm_time"]) == pytest.approx(float(memory) * (1 + ratio ** 2) ** 0.5, rel=1e-12)
+
+
+@pytest.mark.parametrize(("override", "text"), [("roofline_order = 0", "0"), ("gemm_shape_efficiency = 1.2", "1.2"),
+                                                ("gemm_latency = -1 us", "-1 us")])
+def test_a_kernel_constant_out_of_range_is_an_error_at_the_users_line(compile_text: Callable[[str], Compilation],
+                                                                       override: str, text: str) -> None:
+    c = compile_text(PLAN.format(model="llama-3.1-8b", instance="llama_3_1_8b", weights="bf16", override=override))
+    assert not c.ok and c.exit_code == 2
+    [error] = [d for d in c.diagnostics if d.is_error]
+    assert error.code == "E0404" and error.primary is not None
+    assert error.primary.span.text == text and not error.primary.span.file.is_stdlib
