@@ -133,16 +133,25 @@ def test_each_class_has_its_own_ttft_and_the_pools_tpot(compile_text: Callable[[
         assert v[f"{view}.tpot"] == v["d.tpot"]
     assert v["chat_class.ttft_tail"] < v["d.ttft_tail"] < v["docs_class.ttft_tail"]
     assert v["chat_class.ttft_at_peak"] < v["d.ttft_at_peak"] < v["docs_class.ttft_at_peak"]
-    # the class's mean TTFT: the same wait as every request, then its own prompt's prefill and chunks
-    # its own prompt's prefill at the chunk that carries it (the prompt and what arrives with it)
+    # the class's mean TTFT: the same wait as every request, then its own prompt's iterations, whose
+    # time is a lognormal through the class's median and p99 prompts (convex in the length)
     variant = next(k.removesuffix(".ttft_prompt_tokens") for k, x in v.items()
                    if k.startswith("d@ttft_mean~") and k.endswith(".ttft_prompt_tokens") and x == 4000)
-    own = v[f"{variant}.own_prefill_time"]
-    assert own == pytest.approx(4000 * v[f"{variant}.own_token_time"], rel=1e-12)
-    assert v[f"{variant}.own_chunk"] == pytest.approx(4000 + v["d.prefill_load"], rel=1e-12)
-    chunks = math.ceil(4000 / v["d.chunk_room"])
-    expected = v["d.step_time"] / 2 + chunks * v["d.step_time"] + v["d.prefill_wait"] + own
-    assert v["docs_class.ttft_mean"] == pytest.approx(expected, rel=1e-12)
+    # the median prompt's own iterations: its prefill at the chunk that carries it (the prompt and
+    # what arrives with it), and a decode step in each of its chunks
+    median = f"{variant}@own_time_median"
+    prompt = 4000 * math.exp(-v["docs.prompt_sigma"] ** 2 / 2)
+    assert v[f"{median}.ttft_prompt_tokens"] == pytest.approx(prompt, rel=1e-12)
+    own = v[f"{median}.own_prefill_time"]
+    assert own == pytest.approx(prompt * v[f"{median}.own_token_time"], rel=1e-12)
+    assert v[f"{median}.own_chunk"] == pytest.approx(prompt + v["d.prefill_load"], rel=1e-12)
+    chunks = math.ceil(prompt / v["d.chunk_room"])
+    assert v[f"{variant}.own_time_median"] == pytest.approx(chunks * v["d.step_time"] + own, rel=1e-12)
+    assert v[f"{variant}.ttft_prompt_p99"] == v["docs.prompt_tokens_p99"]
+    sigma = math.log(v[f"{variant}.own_time_p99"] / v[f"{variant}.own_time_median"]) / 2.3263478740408408
+    assert v[f"{variant}.own_time_sigma"] == pytest.approx(sigma, rel=1e-9)
+    own_mean = v[f"{variant}.own_time_median"] * math.exp(sigma ** 2 / 2)
+    assert v["docs_class.ttft_mean"] == pytest.approx(v["d.prefill_wait"] + own_mean, rel=1e-9)
     assert v["docs_class.e2e_latency"] == pytest.approx(v["docs_class.ttft_mean"] + 199 * v["d.tpot"], rel=1e-12)
     # its own SLOs: documents have 10 s, chat the deployment's 5 s
     assert v["docs_class.ttft_slo"] == 10 and v["chat_class.ttft_slo"] == 5
