@@ -31,6 +31,15 @@ Contract
   summed upwards from 10 standard deviations below the mean (the mass below is under 10⁻²⁰),
   each from the one before (t_k = t_{k−1}·mean/k), the first in log space (no factorials).
   Check values: p = 0.999, mean = 1.14 → 6 (P(N ≤ 5) = 0.99885, P(N ≤ 6) = 0.99978); mean 0 → 0.
+- `lognormal_mixture_quantile(p, w₁, m₁, σ₁, w₂, m₂, σ₂, ...)`: the p-quantile of a mixture of
+  lognormals, component k with weight w_k (the weights are normalised), mean m_k > 0 and log-spread
+  σ_k ≥ 0 (median m_k·e^(−σ_k²/2)): the t with Σ w_k·Φ((ln t − ln m_k + σ_k²/2)/σ_k) = p·Σ w_k,
+  0 < p < 1. A time made of several cases (a prompt that arrives in a decode-only iteration or in
+  one that carries a prefill, at a point of it) is such a mixture; its quantile has no closed form.
+  The mixture's quantile lies between the least and the greatest of its components' own; it is
+  found by Newton's method in ln t inside that bracket, bisecting where a step would leave it (at
+  most 64 steps; a few to 10⁻¹³ in ln t). The exact form is the vectorised one on one point.
+  Check value: one component is its lognormal's quantile, m·e^(σ·Φ⁻¹(p) − σ²/2).
 - `erlang_c_many(servers, load)`, `poisson_quantile_many(p, mean)`: the same on numpy arrays, for
   the vectorised evaluator (grids, searches, uncertainty): the same sums, taken for all points
   at once term by term; points outside the domain come out as NaN instead of raising.
@@ -197,6 +206,86 @@ def poisson_quantile_many(p: Any, mean: Any) -> Any:
         return np.where(valid, out, np.nan)
 
 
+MIXTURE_STEPS = 64
+
+
+def lognormal_mixture_quantile(p: float, *components: float) -> float:
+    import numpy as np
+
+    if not 0 < p < 1:
+        raise ValueError("lognormal_mixture_quantile needs a probability strictly between 0 and 1")
+    if len(components) < 3 or len(components) % 3:
+        raise ValueError("lognormal_mixture_quantile needs a probability and (weight, mean, sigma) for each component")
+    parts = [components[i:i + 3] for i in range(0, len(components), 3)]
+    if any(not (w >= 0 and 0 < m < math.inf and 0 <= s < math.inf) for w, m, s in parts) or not sum(w for w, _, _ in parts) > 0:
+        raise ValueError("lognormal_mixture_quantile needs weights >= 0 (not all 0), means > 0 and sigmas >= 0")
+    return float(lognormal_mixture_quantile_many([np.array([p])] + [np.array([x]) for x in components])[0])
+
+
+def lognormal_mixture_quantile_many(args: list[Any]) -> Any:
+    """The quantile for every point at once (the exact form is this on one point, so the two agree
+    to the last bit). Newton's method in ln t on Σ w·Φ((ln t − μ)/σ) − p, kept inside the bracket
+    that the signs so far give (a step that would leave it bisects it), from the bracket's middle:
+    the distribution is increasing, so this converges from any start, quadratically near the root."""
+    import numpy as np
+
+    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in args))
+    if arrays[0].ndim == 0:
+        return lognormal_mixture_quantile_many([a.reshape(1) for a in arrays])[0]
+    p, rest = arrays[0], arrays[1:]
+    if len(rest) < 3 or len(rest) % 3:
+        raise ValueError("lognormal_mixture_quantile needs a probability and (weight, mean, sigma) for each component")
+    w, m, s = (np.stack(rest[i::3]) for i in range(3))  # components x points
+    with np.errstate(all="ignore"):
+        total = w.sum(axis=0)
+        valid = ((p > 0) & (p < 1) & (total > 0)
+                 & np.all((w >= 0) & (m > 0) & (s >= 0) & np.isfinite(m) & np.isfinite(s), axis=0))
+        z = normal_quantile_many(np.where(valid, p, 0.5))
+        mu = np.log(np.where(m > 0, m, 1.0)) - s * s / 2
+        own = np.where(w > 0, mu + s * z, np.nan)  # each component's own quantile
+        lo = np.where(valid, np.nanmin(np.where(valid, own, 0.0), axis=0), 0.0)
+        hi = np.where(valid, np.nanmax(np.where(valid, own, 0.0), axis=0), 0.0)
+        share = np.where(w > 0, w, 0.0) / np.where(total > 0, total, 1.0)
+        smooth = s > 0
+        scale = np.where(smooth, s, 1.0)
+        x = (lo + hi) / 2
+        # first with a cheap Φ to within about 10⁻⁷ of the root, then with the exact one from there
+        for exact, tolerance in ((False, 1e-8), (True, 1e-13)):
+            low, high = lo.copy(), hi.copy()
+            active = np.nonzero(valid)[0]  # the points still moving
+            for _ in range(MIXTURE_STEPS):
+                if not active.size:
+                    break
+                xa = x[active]
+                cdf, pdf = _mixture_distribution(xa, share[:, active], mu[:, active], scale[:, active], smooth[:, active], exact)
+                below = cdf < p[active]
+                la, ha = np.where(below, xa, low[active]), np.where(below, high[active], xa)
+                low[active], high[active] = la, ha
+                newton = xa - (cdf - p[active]) / np.where(pdf > 0, pdf, np.inf)
+                step = np.where((pdf > 0) & (newton >= la) & (newton <= ha), newton, (la + ha) / 2)
+                x[active] = step
+                active = active[np.abs(step - xa) > tolerance * np.maximum(1.0, np.abs(xa))]
+        return np.where(valid, np.exp(x), np.nan)
+
+def _mixture_distribution(x: Any, share: Any, mu: Any, scale: Any, smooth: Any, exact: bool) -> tuple[Any, Any]:
+    """Σ w·Φ((x − μ)/σ) and its derivative in x at each point (components along axis 0); a σ of 0
+    is a step. Φ is math.erfc's when `exact`, else Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5·10⁻⁷,
+    all in numpy), which only brings Newton's method near the root."""
+    import numpy as np
+
+    u = (x - mu) / scale
+    if exact:
+        phi = 0.5 * np.frompyfunc(math.erfc, 1, 1)(-u / math.sqrt(2)).astype(float)
+    else:
+        a = np.abs(u) / math.sqrt(2)
+        t = 1 / (1 + 0.3275911 * a)
+        tail = 0.5 * t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) * np.exp(-a * a)
+        phi = np.where(u < 0, tail, 1 - tail)
+    cdf = (share * np.where(smooth, phi, x >= mu)).sum(axis=0)
+    pdf = (share * np.where(smooth, np.exp(-u * u / 2) / (scale * math.sqrt(2 * math.pi)), 0.0)).sum(axis=0)
+    return cdf, pdf
+
+
 def _np() -> Any:
     import numpy as np
 
@@ -226,6 +315,8 @@ FUNCTIONS: dict[str, Function] = {
                                 exact=normal_quantile),
     "poisson_quantile": Function((2, 2), "plain", lambda a: poisson_quantile_many(a[0], a[1]),
                                  "\\operatorname{PoissonQ}", exact=poisson_quantile, whole=True),
+    "lognormal_mixture_quantile": Function((4, 97), "plain", lognormal_mixture_quantile_many,
+                                           "\\operatorname{LogNormMixQ}", exact=lognormal_mixture_quantile),
     "min": Function((2, 99), "same", lambda a: _np().minimum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],
                     "\\min", sympy="Min"),
     "max": Function((2, 99), "same", lambda a: _np().maximum.reduce(_np().broadcast_arrays(*a)) if len(a) > 1 else a[0],
@@ -249,7 +340,7 @@ def sympy_function(name: str) -> Any:
     impl: Callable[..., float] = exact
 
     class _Builtin(sp.Function):  # type: ignore[misc]
-        nargs = FUNCTIONS[name].arity[0]
+        nargs = FUNCTIONS[name].arity[0] if FUNCTIONS[name].arity[0] == FUNCTIONS[name].arity[1] else None
 
         @classmethod
         def eval(cls, *args: Any) -> Any:

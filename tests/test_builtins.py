@@ -138,7 +138,7 @@ def test_every_function_is_in_every_evaluator_from_one_table() -> None:
     from planc.vector import _OPS
 
     args = {"erlang_c": (4.0, 3.0), "normal_cdf": (0.3,), "normal_quantile": (0.9,), "poisson_quantile": (0.99, 2.5),
-            "min": (2.0, 3.0), "max": (2.0, 3.0), "ceil": (2.5,), "floor": (2.5,), "sqrt": (2.25,), "log": (2.0,),
+            "lognormal_mixture_quantile": (0.9, 0.6, 0.03, 0.8, 0.4, 0.12, 1.0), "min": (2.0, 3.0), "max": (2.0, 3.0), "ceil": (2.5,), "floor": (2.5,), "sqrt": (2.25,), "log": (2.0,),
             "exp": (0.5,), "abs": (-2.0,)}
     assert set(args) == set(FUNCTIONS)
     for name, xs in args.items():
@@ -178,3 +178,59 @@ def test_poisson_quantile_outside_its_domain_is_a_diagnostic_at_the_call(tmp_pat
     assert not result.ok and [d.code for d in result.diagnostics] == ["E0405"]
     assert "strictly between 0 and 1" in result.diagnostics[0].message
     assert result.diagnostics[0].primary is not None and result.diagnostics[0].primary.span.text == "poisson_quantile(1.5, 1)"
+
+
+# ---- lognormal_mixture_quantile ----------------------------------------------------------------
+
+
+def mixture_cdf(t: float, parts: list[tuple[float, float, float]]) -> float:
+    """Σ w·P(X ≤ t) / Σ w for lognormals of mean m and log-spread σ, from the definition."""
+    from statistics import NormalDist
+
+    total = sum(w for w, _, _ in parts)
+    return sum(w * NormalDist(math.log(m) - s * s / 2, s).cdf(math.log(t)) for w, m, s in parts) / total
+
+
+def test_lognormal_mixture_quantile_check_values() -> None:
+    from planc.builtins import lognormal_mixture_quantile
+
+    # one component: the lognormal's own quantile, m·exp(σ·z − σ²/2)
+    assert lognormal_mixture_quantile(0.99, 1, 2.0, 0.5) == pytest.approx(2 * math.exp(0.5 * 2.3263478740408408 - 0.125), rel=1e-12)
+    # two equal components are that component; the weights are normalised
+    assert lognormal_mixture_quantile(0.7, 3, 5.0, 0.4, 1, 5.0, 0.4) == pytest.approx(lognormal_mixture_quantile(0.7, 1, 5.0, 0.4), rel=1e-12)
+    # a zero-weight component does not count; a zero spread is a point
+    assert lognormal_mixture_quantile(0.5, 1, 0.03, 0.8, 0, 100.0, 1.0) == pytest.approx(0.03 * math.exp(-0.32), rel=1e-12)
+    assert lognormal_mixture_quantile(0.5, 1, 0.03, 0) == pytest.approx(0.03, rel=1e-12)
+    # a half-half mixture of two far-apart points: the median is the lower one, the 0.51 quantile the upper
+    assert lognormal_mixture_quantile(0.49, 1, 1.0, 0, 1, 100.0, 0) == pytest.approx(1.0, rel=1e-12)
+    assert lognormal_mixture_quantile(0.51, 1, 1.0, 0, 1, 100.0, 0) == pytest.approx(100.0, rel=1e-12)
+
+
+@given(st.floats(0.01, 0.999), st.lists(st.tuples(st.floats(0.01, 10), st.floats(1e-3, 1e3), st.floats(0.01, 2.5)),
+                                         min_size=1, max_size=5))
+def test_lognormal_mixture_quantile_inverts_the_mixtures_distribution(p: float, parts: list[tuple[float, float, float]]) -> None:
+    import numpy as np
+    from planc.builtins import lognormal_mixture_quantile, lognormal_mixture_quantile_many
+
+    flat = [x for part in parts for x in part]
+    q = lognormal_mixture_quantile(p, *flat)
+    assert mixture_cdf(q, parts) == pytest.approx(p, abs=1e-9)
+    # between the least and the greatest component quantile
+    own = [lognormal_mixture_quantile(p, 1, m, s) for _, m, s in parts]
+    assert min(own) * (1 - 1e-12) <= q <= max(own) * (1 + 1e-12)
+    # the vectorised form runs the same steps
+    many = lognormal_mixture_quantile_many([np.array([p, p])] + [np.array([x, x]) for x in flat])
+    assert list(many) == pytest.approx([q, q], rel=1e-12)
+
+
+def test_lognormal_mixture_quantile_domain() -> None:
+    import numpy as np
+    from planc.builtins import lognormal_mixture_quantile, lognormal_mixture_quantile_many
+
+    for args in ((1.0, 1, 1.0, 0.5), (0.5, 1, 0.0, 0.5), (0.5, 1, 1.0, -0.1), (0.5, 0, 1.0, 0.5), (0.5, -1, 1.0, 0.5),
+                 (0.5, 1, 1.0), (0.5, 1, math.inf, 0.5)):
+        with pytest.raises(ValueError):
+            lognormal_mixture_quantile(*args)
+    bad = lognormal_mixture_quantile_many([np.array([1.0, 0.5, 0.5, 0.5]), np.array([1.0, 1.0, 0.0, 1.0]),
+                                           np.array([1.0, 0.0, 1.0, 1.0]), np.array([0.5, 0.5, 0.5, -1.0])])
+    assert np.isnan(bad).all()

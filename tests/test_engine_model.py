@@ -95,6 +95,50 @@ def test_a_decoding_sequence_sees_the_batch_with_itself_in_it(compile_text: Call
     assert static["d.seen_batch"] == static["d.batch"]
 
 
+def test_the_ttft_quantile_is_that_of_the_arrival_cases(compile_text: Callable[[str], Compilation]) -> None:
+    """Chunked prefill is gated service: an iteration prefills the prompts that arrived during the
+    one before (T' = step + c·A(T)). A prompt waits the rest of the iteration it arrives in and the
+    prompts that arrive during it. Its TTFT is a mixture of four cases (a decode-only or a prefill
+    iteration, at the two Gauss–Legendre points of the uniform rest), whose weights, means and
+    variances add up to the wait's own first two moments, and the reported percentile is the
+    mixture's quantile."""
+    from statistics import NormalDist
+
+    v = values(compile_text(plan("chat", 0.6)))
+    d = "d."
+    rho, st, step, a2 = v[d + "prefill_utilization"], v[d + "step_time"], v[d + "mean_step_time"], v[d + "arrival_spread"]
+    # the iteration's cumulants by the recursion, and the iteration a prompt arrives in (length-biased)
+    k2 = step * a2 / (1 - rho ** 2)
+    assert v[d + "iteration_variance"] == pytest.approx(k2, rel=1e-9)
+    t1 = step + k2 / step
+    assert v[d + "arrival_iteration"] == pytest.approx(t1, rel=1e-9)
+    t2 = v[d + "arrival_iteration_square"]
+    assert v[d + "prefill_wait"] == pytest.approx((0.5 + rho) * t1, rel=1e-9)
+    pd = (1 - v[d + "prefill_share"]) * st / step
+    assert v[d + "decode_arrival_share"] == pytest.approx(pd, rel=1e-9)
+    own, own_var = v[d + "own_time_mean"], v[d + "own_time_variance"]
+    cases = [(pd / 2, v[d + "decode_near_ttft"], v[d + "decode_ttft_variance"]),
+             (pd / 2, v[d + "decode_far_ttft"], v[d + "decode_ttft_variance"]),
+             ((1 - pd) / 2, v[d + "prefill_near_ttft"], v[d + "prefill_near_variance"]),
+             ((1 - pd) / 2, v[d + "prefill_far_ttft"], v[d + "prefill_far_variance"])]
+    # the cases' mixture has the TTFT's mean, W + own, and its variance, Var W + Var own, with
+    # E[W²] = (1/3 + ρ + ρ²)·E[T*²] + a₂·E[T*] (W = U·T* + c·A(T*), U uniform)
+    mean = sum(w * m for w, m, _ in cases)
+    assert mean == pytest.approx(v[d + "prefill_wait"] + own, rel=1e-9) and mean == pytest.approx(v["d.ttft_mean"], rel=1e-9)
+    wait_square = (1 / 3 + rho + rho ** 2) * t2 + a2 * t1
+    variance = sum(w * (s2 + m * m) for w, m, s2 in cases) - mean ** 2
+    assert variance == pytest.approx(wait_square - v[d + "prefill_wait"] ** 2 + own_var, rel=1e-9)
+    # the percentile: each case a lognormal with its mean and variance, the mixture's distribution
+    # at the reported figure is the SLO percentile
+    def cdf(t: float) -> float:
+        return sum(w * NormalDist(math.log(m) - math.log(1 + s2 / m ** 2) / 2, math.sqrt(math.log(1 + s2 / m ** 2))).cdf(math.log(t))
+                   for w, m, s2 in cases)
+
+    assert v[d + "percentile"] == 0.99 and cdf(v["d.ttft_tail"]) == pytest.approx(0.99, abs=1e-9)
+    # skewed: most prompts get their first token sooner than the mean
+    assert 0 < pd < 1 and cdf(mean) > 0.6
+
+
 def test_lengths_are_lognormals_with_the_given_mean_and_p99(compile_text: Callable[[str], Compilation]) -> None:
     v = values(compile_text(plan("chat", 0.6)))
     _mu, sigma = lognormal_fit(1000, 6000)  # the simulator's own fit
