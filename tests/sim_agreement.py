@@ -9,8 +9,14 @@ import pytest
 from planc.pipeline import compile_plan
 from planc.replay import Replay, replay
 
-TTFT_P50, TTFT_P99 = 0.20, 0.30
-"""Relative tolerances of the analytic TTFT median and tail against the simulated ones."""
+TTFT_P50, TTFT_P99 = 0.15, 0.15
+"""Relative tolerances of the analytic TTFT median and tail against the simulated ones, for a
+deployment's requests as a whole (issue 15's target)."""
+
+CLASS_TTFT_P50, CLASS_TTFT_P99 = 0.20, 0.30
+"""The same for one class of a mix, looser: the model serves the mix's prompts as one lognormal of
+its moments, so the iteration a chat request arrives in is a blend of chat's and the documents'
+(docs/physics.md §7.8)."""
 
 
 def replay_agrees(tmp_path: Path, text: str, duration: float = 200) -> Replay:

@@ -15,7 +15,7 @@ from planc.diagnostics import Severity
 from planc.pipeline import Compilation
 from planc.sim_traffic import LengthClass, Workload, lengths, lognormal_fit
 
-from .sim_agreement import TTFT_P50, TTFT_P99, replay_agrees
+from .sim_agreement import CLASS_TTFT_P50, CLASS_TTFT_P99, replay_agrees
 
 CLASS = """traffic {name} {{ daily_active_users = {dau}; requests_per_user = 10 requests/user/day; peak_factor = {peak}
   prompt_tokens = {p} tokens; prompt_tokens_p99 = {p99} tokens; output_tokens = {o} tokens; output_tokens_p99 = {o99} tokens{extra} }}
@@ -189,17 +189,18 @@ def test_the_simulator_draws_each_requests_class_by_share() -> None:
 @pytest.mark.parametrize("utilization", [0.3, 0.6])
 def test_the_analytic_mix_agrees_with_the_simulator(tmp_path: Path, utilization: float) -> None:
     """The simulator serves the true mixture (each request's lengths from its class); the analytic
-    model serves its moments. Overall and per class, within the tolerances of the one-class test
-    (tests/test_engine_model.py). Served for 400 s: a class's p99 rests on its share of the
-    requests, and over 200 s the chat p99 of five seeds spread from 0.27 to 0.36 s (at 400 s, 0.29
-    to 0.34 s; the analytic 0.25 s is 14-26 % below them, docs/physics.md §7.8)."""
+    model serves its moments. Overall within the tolerances of the one-class test
+    (tests/test_engine_model.py), per class within looser ones (CLASS_TTFT_P50, CLASS_TTFT_P99).
+    Served for 400 s: a class's p99 rests on its share of the requests, and over 200 s the chat
+    p99 of five seeds spread from 0.27 to 0.36 s (at 400 s, 0.29 to 0.34 s; the analytic figure at
+    0.3 is 0.26 s, docs/physics.md §7.8)."""
     run = replay_agrees(tmp_path, mixed(utilization), duration=400)
     assert run.classes == ["chat", "docs"]
     for klass, view in (("chat", "chat_class"), ("docs", "docs_class")):
         mine, (name, figures) = run.class_simulated[klass], run.class_analytic[klass]
         assert name == view and mine["requests"] > 300
-        assert figures["ttft_p50"] == pytest.approx(mine["ttft_p50"], rel=TTFT_P50), klass
-        assert figures["ttft_p99"] == pytest.approx(mine["ttft_p99"], rel=TTFT_P99), klass
+        assert figures["ttft_p50"] == pytest.approx(mine["ttft_p50"], rel=CLASS_TTFT_P50), klass
+        assert figures["ttft_p99"] == pytest.approx(mine["ttft_p99"], rel=CLASS_TTFT_P99), klass
     # the documents' long prompts wait as long as chat's, then take longer to prefill
     assert run.class_simulated["docs"]["ttft_p50"] > 2 * run.class_simulated["chat"]["ttft_p50"]
 
