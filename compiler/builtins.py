@@ -267,6 +267,7 @@ def lognormal_mixture_quantile_many(args: list[Any]) -> Any:
                 active = active[np.abs(step - xa) > tolerance * np.maximum(1.0, np.abs(xa))]
         return np.where(valid, np.exp(x), np.nan)
 
+
 def _mixture_distribution(x: Any, share: Any, mu: Any, scale: Any, smooth: Any, exact: bool) -> tuple[Any, Any]:
     """Σ w·Φ((x − μ)/σ) and its derivative in x at each point (components along axis 0); a σ of 0
     is a step. Φ is math.erfc's when `exact`, else Abramowitz & Stegun 7.1.26 (|error| ≤ 1.5·10⁻⁷,
