@@ -50,6 +50,36 @@ def test_where_recomputes_what_depends_on_the_bound_fields_only(compile_text: Ca
     assert "b@doubled.cost" in nodes and "b@doubled.unit" in nodes and "b@doubled.extra" not in nodes
 
 
+PINNED = BOX.replace("box b { }", """
+kind pins "a field of a where kept at its own value" {
+  input a: s = 2 s "an argument"
+  input k: count = 3 "a factor"
+  derive b: s = k * a "read by what is pinned"
+  derive c: s = b + a "reads the bound a and the pinned b"
+  derive d: s = b * 2 "reads only the pinned b"
+  derive kept: s = c where (a = 5 s, b = b) "c at another a, b as it is"
+  derive kept_d: s = d where (a = 5 s, b = b) "d, which reads nothing that moves"
+  derive moved: s = c where (a = 5 s) "c at another a, b moving with it"
+}
+pins p { }
+box b { }""")
+
+
+def test_a_field_bound_to_its_own_value_is_pinned(compile_text: Callable[[str], Compilation]) -> None:
+    """`x where (a = ..., b = b)` keeps `b` at its value although it reads `a`: no node is made
+    for `b`, nor for what reads only `b`, in the variant (a field that is not pinned moves)."""
+    c = compile_text(PINNED)
+    v = values(c)
+    assert v["p.kept"] == 11  # b = 3 · 2 s kept, a = 5 s
+    assert v["p.moved"] == 20  # b = 3 · 5 s moves with a
+    assert v["p.kept_d"] == v["p.d"] == 12
+    nodes = c.lowered.elaborated.nodes  # type: ignore[union-attr]
+    kept = [n for n in nodes if n.startswith("p@kept.")]
+    assert sorted(kept) == ["p@kept.a", "p@kept.c"], kept
+    assert not any(n.startswith("p@kept_d.") for n in nodes)  # nothing in it moves: d is the instance's own
+    assert "p@moved.b" in nodes
+
+
 def test_a_given_override_reaches_every_variant(compile_text: Callable[[str], Compilation]) -> None:
     plan = BOX + 'ask "n at 2 s": solve b.cost = 2 s for b.extra given b.limit = 2 s\n'
     v = values(compile_text(BOX.replace("limit: s = 1 s", "limit: s = 2 s")))

@@ -381,7 +381,7 @@ class Declarations:
         if inst.outer is not None:
             if name in inst.bound:
                 return self._bound(inst, spec, ftype, use, text or name)
-            if not self._varies(inst, name):  # the same in the variant as in the instance it varies
+            if name in inst.pinned or not self._varies(inst, name):  # the same in the variant as in the instance it varies
                 return self.field(inst.outer, name, use, text)
         node_id = ir.node_id(inst.name, name)
         if node_id not in self.done and node_id not in self.requests:
@@ -406,11 +406,13 @@ class Declarations:
         return self._node(node_id, expr, inst, meta, use, text or name)
 
     # ---- variants ---------------------------------------------------------------------------
-    def variant(self, inst: Instance, bound: dict[str, tuple[ir.Expr | None, ast.Expr]], span: Span) -> Instance:
+    def variant(self, inst: Instance, bound: dict[str, tuple[ir.Expr | None, ast.Expr]], span: Span,
+                pinned: frozenset[str] = frozenset()) -> Instance:
         """The instance `inst` with some fields bound to other values: every field that depends
-        on a bound one gets its own node (`chat~1.step_time`); the others are `inst`'s own.
+        on a bound one gets its own node (`chat~1.step_time`); the others are `inst`'s own, and so
+        are the `pinned` fields, bound to their own value in `inst`, and what reads only them.
         One variant per distinct binding, named in the order they are first met."""
-        key = (inst.name, tuple(sorted((k, v[0]) for k, v in bound.items())), None if all(
+        key = (inst.name, tuple(sorted((k, v[0]) for k, v in bound.items())), tuple(sorted(pinned)), None if all(
             v[0] is not None for v in bound.values()) else span)
         found = self._variants.get(key)
         if found is None:
@@ -421,7 +423,7 @@ class Declarations:
             if name in self.instances:
                 name += f"~{sum(1 for n in self.instances if n.startswith(name))+ 1}"
             found = Instance(name, inst.decl, inst.kind, inst.base,
-                             abstract=inst.abstract, outer=inst, bound=dict(bound))
+                             abstract=inst.abstract, outer=inst, bound=dict(bound), pinned=pinned)
             self._variants[key] = found
             self.instances[found.name] = found
             self.out.variants[found.name] = tuple(bound)
@@ -436,8 +438,8 @@ class Declarations:
     def _name_depends(self, inst: Instance, name: str, on: frozenset[str]) -> bool:
         if name in on:
             return True
-        if name not in inst.kind.fields or self._bound_above(inst, name):
-            return False  # not a field, or fixed by a variant further out: the same here
+        if name not in inst.kind.fields or self._bound_above(inst, name) or self._pinned(inst, name):
+            return False  # not a field, or fixed by a variant further out (or pinned): the same here
         key = (inst.origin.name, inst.kind.name, name, on, self._leaves(inst))
         if key not in self._varying:
             self._varying[key] = False  # a cycle is reported by the instance itself
@@ -478,11 +480,20 @@ class Declarations:
         return False
 
     @staticmethod
+    def _pinned(inst: Instance | None, name: str) -> bool:
+        while inst is not None:
+            if name in inst.pinned:
+                return True
+            inst = inst.outer
+        return False
+
+    @staticmethod
     def _leaves(inst: Instance) -> frozenset[str]:
-        names: set[str] = set()
+        names: set[str] = {"=" + n for n in inst.pinned}  # what the variant or one further out pins, marked
         outer = inst.outer
         while outer is not None:
             names.update(outer.bound)
+            names.update("=" + n for n in outer.pinned)
             outer = outer.outer
         return frozenset(names)
 

@@ -362,6 +362,7 @@ class Expressions(Declarations):
                                   owner=f"`{target.kind.name}` `{target.name}`")
                     return None
         bound: dict[str, tuple[ir.Expr | None, ast.Expr]] = {}
+        pinned: set[str] = set()
         for b in e.bindings:
             name = b.target.steps[0].name
             if len(b.target.steps) > 1 or name not in target.kind.fields:
@@ -377,8 +378,20 @@ class Expressions(Declarations):
                 self.sink.add(dx.WRONG_TYPE.at(b.value.span, "not a quantity", expected="a quantity or a verdict",
                                                found=describe(bound_value), help="`where` binds quantities; compare enum or instance choices with `compare`"))
                 return None
+            if self._own_value(target, name, bound_value, b.target.span):
+                pinned.add(name)  # `batch = batch`: the field keeps its value, nothing varies through it
+                continue
             bound[name] = (bound_value, b.value)
-        return self.expr(value, self.variant(target, bound, e.span))
+        if not bound:
+            return self.expr(value, target)
+        return self.expr(value, self.variant(target, bound, e.span, frozenset(pinned)))
+
+    def _own_value(self, target: Instance, name: str, value: ir.Expr, span: Span) -> bool:
+        """Whether a binding's value is the field's own node in the instance it varies."""
+        if not isinstance(value, ir.Ref) or not value.node.endswith("." + name):
+            return False
+        own = self.field(target, name, span)
+        return isinstance(own, ir.Ref) and own.node == value.node
 
     def _largest(self, e: ast.Call, scope: Instance | None) -> Value | None:
         """`largest(x, low, high, condition[, step])`: the largest `x` = low + k·step (step 1: whole

@@ -65,6 +65,9 @@ class Instance:
     # variable of a `largest`, whose values the evaluator chooses)
     outer: Instance | None = None
     bound: dict[str, tuple[ir.Expr | None, ast.Expr]] = field(default_factory=dict)
+    # fields the variant binds to their own value in `outer` (`batch = batch`): they keep that
+    # value, so nothing varies through them, and no node is made for what reads only them
+    pinned: frozenset[str] = frozenset()
 
     @property
     def origin(self) -> Instance:
