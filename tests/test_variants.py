@@ -60,6 +60,7 @@ kind pins "a field of a where kept at its own value" {
   derive kept: s = c where (a = 5 s, b = b) "c at another a, b as it is"
   derive kept_d: s = d where (a = 5 s, b = b) "d, which reads nothing that moves"
   derive moved: s = c where (a = 5 s) "c at another a, b moving with it"
+  derive moved_b: s = b where (a = 5 s) "b at that a, written in another field"
 }
 pins p { }
 box b { }""")
@@ -78,6 +79,17 @@ def test_a_field_bound_to_its_own_value_is_pinned(compile_text: Callable[[str], 
     assert sorted(kept) == ["p@kept.a", "p@kept.c"], kept
     assert not any(n.startswith("p@kept_d.") for n in nodes)  # nothing in it moves: d is the instance's own
     assert "p@moved.b" in nodes
+
+
+def test_the_same_bindings_are_one_variant_wherever_written(compile_text: Callable[[str], Compilation]) -> None:
+    """`where (a = 5 s)` in two fields is one variant: `moved_b` reads the `b` that `moved` made."""
+    c = compile_text(PINNED)
+    v = values(c)
+    assert v["p.moved_b"] == 15
+    nodes = c.lowered.elaborated.nodes  # type: ignore[union-attr]
+    assert not any(n.startswith("p@moved_b.") for n in nodes)
+    expr = nodes["p.moved_b"].expr
+    assert isinstance(expr, ir.Ref) and expr.node == "p@moved.b"
 
 
 def test_a_given_override_reaches_every_variant(compile_text: Callable[[str], Compilation]) -> None:

@@ -412,7 +412,7 @@ class Declarations:
         on a bound one gets its own node (`chat~1.step_time`); the others are `inst`'s own, and so
         are the `pinned` fields, bound to their own value in `inst`, and what reads only them.
         One variant per distinct binding, named in the order they are first met."""
-        key = (inst.name, tuple(sorted((k, v[0]) for k, v in bound.items())), tuple(sorted(pinned)), None if all(
+        key = (inst.name, tuple(sorted((k, None if v[0] is None else ir.shape(v[0])) for k, v in bound.items())), tuple(sorted(pinned)), None if all(
             v[0] is not None for v in bound.values()) else span)
         found = self._variants.get(key)
         if found is None:

@@ -74,6 +74,17 @@ class Op:
 Expr = Lit | Ref | Op
 
 
+def shape(expr: Expr) -> tuple[Any, ...]:
+    """An expression's structure without its spans and texts: two formulas with the same shape
+    compute the same value (the key under which `where (batch = operating_batch)` written in
+    several fields is one variant)."""
+    if isinstance(expr, Lit):
+        return ("lit", expr.value, expr.dim)
+    if isinstance(expr, Ref):
+        return ("ref", expr.node)
+    return (expr.op, expr.dim, *(shape(a) for a in expr.args))
+
+
 @dataclass(frozen=True, slots=True)
 class EnumValue:
     enum: ast.EnumDecl
