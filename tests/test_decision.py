@@ -88,6 +88,21 @@ def test_the_flagship_states_its_regime_sizing_and_memory(compiled: dict[str, Co
     assert text.count("A rolling update at the peak") == 1
 
 
+def test_a_variants_breakdown_is_where_the_quantity_goes_not_its_variance(compiled: dict[str, Compilation]) -> None:
+    """A quantity computed by a `where` shows the breakdown of a sum in its variant; a sum of
+    squared or cubed units (the TTFT's variance) is skipped: its shares say nothing of the time."""
+    c = compiled["100m_dau"]
+    doc = build_document(c)
+    nodes = c.elaborated.nodes  # type: ignore[union-attr]
+    shown = [q for s in doc.sections for q in s.quantities if q.breakdown_of]
+    assert shown
+    for q in shown:
+        dim = nodes[q.id].dim
+        assert nodes[q.breakdown_of].dim not in (dim ** 2, dim ** 3), (q.id, q.breakdown_of)
+    ttft = next(q for q in shown if q.id == "chat.ttft_at_peak")
+    assert nodes[ttft.breakdown_of].field == "iteration_gpu_time"
+
+
 def test_the_tightest_margin_is_the_smallest_of_the_passing_checks(compiled: dict[str, Compilation]) -> None:
     c = compiled["100m_dau"]
     assert c.lowered is not None

@@ -260,7 +260,9 @@ class _Builder:
 
     def variant_view(self, node: ir.Node) -> dict[str, Any]:
         """For a quantity that is a `where` (its formula names a node of a variant): what the variant
-        binds, and the first quantity of the variant (from the one named, downward) with a breakdown."""
+        binds, and the first quantity of the variant (from the one named, downward) with a breakdown,
+        other than a moment of the quantity (a time's variance in s², its third moment in s³): the
+        shares of a variance are not where the time goes."""
         if not isinstance(node.expr, ir.Ref) or "@" not in self.nodes[node.expr.node].owner:
             return {}
         variant = self.nodes[node.expr.node].owner
@@ -273,7 +275,8 @@ class _Builder:
             if n in seen or not self.nodes[n].owner.startswith(variant):
                 continue
             seen.add(n)
-            rows = self.breakdown(self.nodes[n])
+            moment = isinstance(node.dim, Dim) and not node.dim.is_dimensionless and self.nodes[n].dim in (node.dim ** 2, node.dim ** 3)
+            rows = () if moment else self.breakdown(self.nodes[n])
             if rows and n != node.id:
                 return {"where": bound, "breakdown": rows, "breakdown_of": n}
             queue.extend(self.nodes[n].deps)
