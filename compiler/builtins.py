@@ -303,6 +303,7 @@ def _mixture_step(x: Any, p: Any, low: Any, high: Any, share: Any, mu: Any, scal
     new = np.where(newton, step, (low + high) / 2)
     return new, np.abs(new - x), newton, low, high
 
+
 def _np() -> Any:
     import numpy as np
 

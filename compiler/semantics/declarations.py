@@ -438,7 +438,7 @@ class Declarations:
     def _name_depends(self, inst: Instance, name: str, on: frozenset[str]) -> bool:
         if name in on:
             return True
-        if name not in inst.kind.fields or self._bound_above(inst, name) or self._pinned(inst, name):
+        if name not in inst.kind.fields or self._fixed(inst, name):
             return False  # not a field, or fixed by a variant further out (or pinned): the same here
         key = (inst.origin.name, inst.kind.name, name, on, self._leaves(inst))
         if key not in self._varying:
@@ -471,20 +471,15 @@ class Declarations:
         return False
 
     @staticmethod
-    def _bound_above(inst: Instance, name: str) -> bool:
+    def _fixed(inst: Instance, name: str) -> bool:
+        """Bound by a variant further out, or pinned by this one or one further out."""
+        if name in inst.pinned:
+            return True
         outer = inst.outer
         while outer is not None:
-            if name in outer.bound:
+            if name in outer.bound or name in outer.pinned:
                 return True
             outer = outer.outer
-        return False
-
-    @staticmethod
-    def _pinned(inst: Instance | None, name: str) -> bool:
-        while inst is not None:
-            if name in inst.pinned:
-                return True
-            inst = inst.outer
         return False
 
     @staticmethod
