@@ -116,17 +116,25 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
         except EvalError:
             return False
 
+    def kept() -> dict[str, Any]:  # the free value and the trial nodes after a trial that held
+        return {n: values[n] for n in (free.node, *trials)}
+
     guess = _float_guess(elaborated, node_id, values, at(low), base, step)
     if guess is not None and low <= guess <= high:
         # the bisection in floating point (one vectorised pass per step), then exactly from there:
-        # the answer holds exactly and the next value does not (a float boundary off by one is moved)
+        # the answer holds exactly and the next value does not (a float boundary off by one is
+        # moved); the trial nodes are left at the answer's values, kept rather than evaluated again
         k = guess
-        while k > low and not holds(k):
+        ok = holds(k)
+        while not ok and k > low:
             k -= 1
-        if holds(k):
+            ok = holds(k)
+        if ok:
+            answer = kept()
             while k < high and holds(k + 1):
                 k += 1
-            holds(k)
+                answer = kept()
+            values.update(answer)
             return at(k)  # type: ignore[no-any-return]
     found = bisect(holds, low, high) if high >= low else None
     if found is None:
