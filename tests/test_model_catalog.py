@@ -49,6 +49,8 @@ CATALOG: dict[str, Headline] = {
     "qwen2.5-72b": Headline("qwen2_5_72b", 72_706_203_648, 163_840),
     # Qwen3-30B-A3B model card: 30.5 B total / 3.3 B active; exact 30,532,122,624 with the q/k norms
     # (keras-hub qwen3_moe preset, which asserts equality with Hugging Face num_parameters()).
+    # Qwen3-8B: 8,190,735,360, Hugging Face's count (safetensors metadata; model card 8.2 B).
+    "qwen3-8b": Headline("qwen3_8b", 8_190_735_360, 73_728),
     "qwen3-30b-a3b": Headline("qwen3_30b_a3b", 30_532_122_624, 49_152, 3_353_032_704),
     # Qwen3-235B-A22B model card: 235 B total / 22 B active; exact 235,093,634,560 (same source).
     "qwen3-235b-a22b": Headline("qwen3_235b_a22b", 235_093_634_560, 96_256, 22_190_763_520),
@@ -89,7 +91,7 @@ def _value(result: Compilation, node_id: str) -> Fraction:
 
 def test_catalog_covers_exactly_the_published_models() -> None:
     assert {p.stem for p in PLANS} == set(CATALOG)
-    assert len(CATALOG) == 20
+    assert len(CATALOG) == 21
 
 
 @pytest.mark.parametrize("path", PLANS, ids=[p.stem for p in PLANS])
