@@ -35,6 +35,10 @@ from .jobs import fork_workers
 # metric -> (quantity of the deployment, unit factor from the stdlib's base unit to the row's unit)
 METRICS: dict[str, tuple[str, float]] = {
     "decode_step": ("step_time", 1e3),
+    # a benchmark at fixed concurrency c (each finished request replaced at once): the mean
+    # iteration a request's decodes are in, which carries the prefills of the other c − 1
+    # requests' replacements (`arrival_batch`, set in `plan_text`); no draft model, so one token each
+    "itl": ("mean_step_time", 1e3),
     "ttft": ("prefill_time", 1e3),  # a batch's first token comes out of its prefill (no static-batching wait)
     "prefill": ("prefill_time", 1e3),
     "static_throughput": ("batch_output_tokens_per_s", 1.0),
@@ -44,7 +48,7 @@ METRICS: dict[str, tuple[str, float]] = {
     # group prefilled, then decoded to the end
     "max_throughput": ("batch_output_tokens_per_s", 1.0),
 }
-UNITS = {"decode_step": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms",
+UNITS = {"decode_step": "ms", "itl": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms",
          "max_throughput": "tokens/s"}
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm",  # NIM runs TensorRT-LLM
            "gpt-fast": "pytorch", "torchao": "pytorch"}  # any other engine: scored as vLLM
@@ -208,6 +212,8 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
     total = int(float(prompt)) + int(float(output))
     # the measured batch is the batch, except where the engine decides it (all requests at once)
     cap = "" if metric == "max_throughput" else f"  max_num_seqs = {max(batch, 1)}\n"
+    if metric == "itl":  # a closed loop of `batch`: the others' completions bring the prompts a request's decodes share iterations with
+        cap += f"  arrival_batch = {max(batch, 1) - 1}\n"
     kind, base = models[model]
     # the measurement ran this length, whatever the model card says its context is
     text = f"""import "models/{model}"
@@ -292,7 +298,7 @@ def _predict_one(row: Row) -> Prediction:
         gpus = _count(row["gpus"]) or 1
         scale = gpus / ((_count(row["tp"], 1) or 1) * (_count(row["pp"], 1) or 1))
     prediction = Prediction(row, measured, predicted=float(values[f"d.{quantity}"]) * factor * scale)
-    if row["metric"] == "decode_step":
+    if row["metric"] in ("decode_step", "itl"):  # no iteration of `batch` decodes beats the decode step's roofline
         prediction.floor = float(values["d.step_time_floor"]) * factor
     experts = float(values.get("m.experts", 1))
     prediction.arch = "MLA" if "m.kv_lora_rank" in values else "MoE" if experts > 1 else (
@@ -381,7 +387,8 @@ def render(groups: list[Group], predictions: list[Prediction], before: dict[str,
         "its cap, and whole sequences of KV reserved, as TensorRT-LLM's GUARANTEED_NO_EVICT does —",
         "each group prefilled and then decoded to its end: a static-batch reading of in-flight batching."
         + (" *Before* is the physics of the previous release (one `mbu`, one roofline `max` per step),"
-           " scored on the same rows." if before else ""),
+           " scored on the same rows where its n is not given; a row measured at a fixed concurrency"
+           " (`itl`) was a `decode_step` row then." if before else ""),
         "",
         "| group | n | median \\|error\\| | p90 \\|error\\| | bias | floor above measurement |"
         + (" before: median | before: p90 |" if before else ""),
@@ -392,7 +399,8 @@ def render(groups: list[Group], predictions: list[Prediction], before: dict[str,
         row = f"| {g.name} | {g.n} | {g.median:.1%} | {g.p90:.1%} | {g.bias:+.1%} | {floor} |"
         if before:
             old = before.get(g.name)
-            row += f" {old['median']:.1%} | {old['p90']:.1%} |" if old else " – | – |"
+            rows_then = "" if not old or old["n"] == g.n else f" (of {old['n']} rows)"  # the group's rows have changed since
+            row += f" {old['median']:.1%}{rows_then} | {old['p90']:.1%} |" if old else " – | – |"
         lines.append(row)
     skipped = [p for p in predictions if p.error is None]
     lines += ["", f"{len(predictions) - len(skipped)} rows scored, {len(skipped)} not scored (listed at the end with the reason).",

@@ -23,7 +23,7 @@ from .conftest import REPO
 
 ROWS = REPO / "validation" / "rows"
 HEADER = ["id", "metric", "value", "unit", "model", "hf_id", "gpu", "gpus", "tp", "pp", "ep", "engine", "engine_version", "weights", "compute", "kv", "batch", "input_tokens", "output_tokens", "context", "source", "setup", "quote", "profile"]
-METRICS = {"decode_step", "ttft", "prefill", "static_throughput", "max_throughput", "e2e_latency"}
+METRICS = {"decode_step", "itl", "ttft", "prefill", "static_throughput", "max_throughput", "e2e_latency"}
 PROFILES = v.profiles()
 _GITHUB = re.compile(r"^github:[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S")
 
@@ -66,7 +66,7 @@ def test_the_set_covers_what_the_issue_asks(scored: tuple[list[v.Prediction], li
     scored_rows = [p for p in predictions if p.error is not None]
     assert {p.arch for p in scored_rows} >= {"MHA", "GQA", "MoE", "MLA"}
     assert len({p.row["gpu"] for p in scored_rows}) >= 3
-    assert {p.row["metric"] for p in scored_rows} >= {"decode_step", "ttft", "static_throughput", "max_throughput"}
+    assert {p.row["metric"] for p in scored_rows} >= {"decode_step", "itl", "ttft", "static_throughput", "max_throughput"}
 
 
 def test_no_group_is_worse_than_recorded(scored: tuple[list[v.Prediction], list[v.Group]]) -> None:
@@ -130,3 +130,35 @@ def test_a_malformed_row_is_a_problem_not_an_exception(tmp_path: Path) -> None:
 def test_a_blank_kv_is_the_checkpoints_and_engines_choice(fields: dict[str, str], kv: str) -> None:
     row = v.Row("r.csv", 2, fields)
     assert v.kv_dtype(row, fields["weights"]) == kv
+
+
+def _closed_loop_row(metric: str, batch: int) -> v.Row:
+    fields = dict.fromkeys(HEADER, "")
+    fields.update({"id": f"loop-{metric}-c{batch}", "metric": metric, "value": "10", "unit": "ms",
+                   "model": "llama-3.3-70b", "gpu": "h100-sxm", "gpus": "2", "tp": "2", "pp": "1", "engine": "trtllm",
+                   "engine_version": "1.0", "weights": "fp8", "compute": "fp8", "kv": "fp8", "batch": str(batch),
+                   "input_tokens": "5000", "output_tokens": "500", "source": "https://e", "quote": "q"})
+    return v.Row("r.csv", 2, fields)
+
+
+def test_an_itl_row_is_a_closed_loop_whose_iterations_carry_the_other_requests_prompts(tmp_path: Path) -> None:
+    # At concurrency c, each of the other c - 1 requests is replaced once per cycle of about
+    # `output` iterations, so a request decodes in iterations that prefill (c - 1) · input / output
+    # prompt tokens on average; alone (c = 1) its inter-token latency is the plain decode step.
+    from planc.pipeline import compile_plan
+
+    models, hardware = v._catalogs()
+    predicted = {}
+    for metric, batch in (("itl", 1), ("decode_step", 1), ("itl", 50), ("decode_step", 50)):
+        row = _closed_loop_row(metric, batch)
+        text, why = v.plan_text(row, models, hardware)
+        assert text is not None, why
+        path = tmp_path / f"{metric}-{batch}.plan"
+        path.write_text(text, encoding="utf-8")
+        values = compile_plan(path).lowered.values
+        if metric == "itl":
+            assert float(values["d.prefill_load"]) == pytest.approx((batch - 1) * 5000 / 500)
+        predicted[metric, batch] = v.predict([row])[0].predicted
+    assert predicted["itl", 1] == pytest.approx(predicted["decode_step", 1], rel=1e-12)
+    # 490 prompt tokens an iteration at 70B FP8 on two H100s: far more than the decode step's time again
+    assert predicted["itl", 50] > 1.5 * predicted["decode_step", 50]
