@@ -114,11 +114,11 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
                                "-o FILE (HTML and PDF carry their figures inline)")
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     progress(f"compiling {plan_file}")
-    result = compile_plan(plan_file)
+    result = compile_plan(plan_file, report=True)
     show_diagnostics(result, diag_fmt)
     if not result.ok:  # no report: 2 for an invalid plan, 1 for a well-formed one the physics cannot meet
         sys.exit(result.exit_code)
-    from .report.ahead import ahead
+    from .jobs import ahead
     from .report.view import build_document
 
     drawn = None

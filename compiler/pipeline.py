@@ -71,9 +71,12 @@ class Compilation:
         return 1 if self.failed_checks or self.infeasible else 0
 
 
-def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path, str] | None = None) -> Compilation:
+def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path, str] | None = None,
+                 report: bool = False) -> Compilation:
     """`texts`: real paths to text that stands in for those files on disk (the language
-    server's unsaved buffers)."""
+    server's unsaved buffers). `report`: a document will be rendered from the result, so the
+    levers it prices start at once, in a second process when there is one, while the questions
+    are answered (the same prices either way)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
     result = Compilation(shown)
@@ -90,7 +93,8 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
-                result.answers, result.sensitivities, result.bindings, result._levers = answer(program, lowered, sink)
+                result.answers, result.sensitivities, result.bindings, result._levers = answer(program, lowered, sink,
+                                                                                               price_ahead=report)
             if not sink.has_errors and any(n.interval for n in elaborated.nodes.values()):
                 from .uncertainty import propagate
 

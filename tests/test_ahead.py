@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from planc.jobs import cpu_cores
-from planc.report.ahead import ahead
+from planc.jobs import ahead, cpu_cores
 
 # the machine's cores, whatever PLAN_JOBS the environment sets
 needs_two = pytest.mark.skipif(cpu_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods(),
@@ -96,3 +95,41 @@ def test_plan_jobs_caps_the_forked_workers(monkeypatch: pytest.MonkeyPatch) -> N
         assert fork_workers() == cpu_cores()
     monkeypatch.setenv("PLAN_JOBS", "0")
     assert fork_workers() == 1
+
+
+@needs_two
+def test_a_reports_levers_are_priced_in_a_second_process_while_the_questions_are_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from planc.pipeline import compile_plan
+    from planc.solve.sensitivity import Sensitivities
+
+    priced_in = tmp_path / "pid"
+    own = Sensitivities.lever_prices
+
+    def recorded(self: Sensitivities) -> object:
+        priced_in.write_text(str(os.getpid()))
+        return own(self)
+
+    monkeypatch.setattr(Sensitivities, "lever_prices", recorded)
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    ahead_ = compile_plan(example, report=True)
+    assert int(priced_in.read_text()) != os.getpid()  # forked before the questions: the child priced them
+    here = compile_plan(example)  # no report: priced here, on first use
+    assert [(a.values, a.reason) for a in ahead_.levers] == [(a.values, a.reason) for a in here.levers]
+    assert int(priced_in.read_text()) == os.getpid()
+    assert len(ahead_.levers) >= 10
+
+
+@needs_two
+def test_the_markdown_report_is_the_same_with_and_without_the_second_process(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from planc.cli import main
+
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    pages = []
+    for jobs in ("", "1"):
+        out = tmp_path / f"jobs{jobs or 'n'}.md"
+        result = CliRunner().invoke(main, ["compile", str(example), "-o", str(out)], env={"PLAN_JOBS": jobs})
+        assert result.exit_code == 0, result.output
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1] and b"Levers" in pages[0]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import diagnostics as dx
+from ..jobs import ahead
 from ..lower import Lowered
 from ..semantics import ir
 from ..semantics.resolve import Program
@@ -35,15 +36,23 @@ __all__ = ["Answer", "AskAnswer", "Choice", "LeverAnswer", "Limit", "Sensitivity
            "TableAnswer", "answer"]
 
 
-def answer(program: Program, lowered: Lowered, sink: dx.Sink
+def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool = False
            ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]]]:
+    """`price_ahead`: a report will read the levers, so their pricing starts now, in a second
+    process when there is one (`jobs.ahead`), while this one answers the questions."""
     solver = Solver(program, lowered, sink)
+    levers: Callable[[], list[LeverAnswer]] = solver.levers
+    if price_ahead and lowered.elaborated.summary and lowered.levers:
+        prices = ahead(solver.lever_prices)
+
+        def levers() -> list[LeverAnswer]:
+            return solver.levers(prices())
     answers: list[Answer] = []
     for q in lowered.elaborated.questions:
         result = solver.question(q)
         if result is not None:
             answers.append(result)
-    return answers, solver.sensitivities(), solver.headline_choices(), solver.levers
+    return answers, solver.sensitivities(), solver.headline_choices(), levers
 
 
 class Solver(Asks, Tables, Searches, Sensitivities):

@@ -93,11 +93,32 @@ class Sensitivities(SolverBase):
         headline = headline_node(self.base.elaborated)
         return [c for c in choices(self.base, headline) if c.op != "if"] if headline else []
 
-    def levers(self) -> list[LeverAnswer]:
+    def levers(self, prices: list[tuple[list[Any] | None, str]] | None = None) -> list[LeverAnswer]:
+        """`prices`: what `lever_prices` gave, when it ran elsewhere (a second process)."""
         if not self.base.elaborated.summary:
             return []
         base = headline_rows(self.base)
         columns = [(label, dim, unit) for label, dim, unit, _ in base]
+        distinct = self._distinct_levers()
+        prices = self.lever_prices() if prices is None else prices
+        assert len(prices) == len(distinct)
+        return [LeverAnswer(offered, columns, [v for *_, v in base], values, reason)
+                for (offered, _, _), (values, reason) in zip(distinct, prices)]
+
+    def lever_prices(self) -> list[tuple[list[Any] | None, str]]:
+        """Each distinct lever's variant on the summary and the checks, or None and why it is not a
+        valid plan: the part of `levers` that is work, in plain values that pickle."""
+        if not self.base.elaborated.summary:
+            return []
+        out: list[tuple[list[Any] | None, str]] = []
+        for _, overrides, key in self._distinct_levers():
+            variant, reason = self._quiet_variant(overrides, key)
+            out.append(([v for *_, v in headline_rows(variant)] if variant is not None else None, reason))
+        return out
+
+    def _distinct_levers(self) -> list[tuple[Any, dict[ir.FieldRef, ast.Expr], tuple[Any, ...]]]:
+        """The levers that apply (the plan's, then its kinds'), each with the overrides that change
+        something and their key; one that sets what another already did is left out."""
         seen: set[tuple[Any, ...]] = set()
         out = []
         mine = [o for o in self.base.levers if not o.lever.instance]
@@ -107,9 +128,7 @@ class Sensitivities(SolverBase):
             if not overrides or key in seen:
                 continue
             seen.add(key)
-            variant, reason = self._quiet_variant(overrides, key)
-            out.append(LeverAnswer(offered, columns, [v for *_, v in base],
-                                   [v for *_, v in headline_rows(variant)] if variant is not None else None, reason))
+            out.append((offered, overrides, key))
         return out
 
     def _quiet_variant(self, overrides: dict[ir.FieldRef, ast.Expr], key: tuple[Any, ...]) -> tuple[Lowered | None, str]:
