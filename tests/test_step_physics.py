@@ -52,6 +52,18 @@ def test_kernels_without_gqa_reuse_read_the_kv_once_per_query_head(compile_text:
     assert legacy["d.decode_kv_bytes"] == 8 * xqa["d.decode_kv_bytes"]
 
 
+def test_xqa_of_those_releases_takes_only_heads_of_128_in_groups_of_8(compile_text: Callable[[str], Compilation]) -> None:
+    # DecoderXQARunner::shouldUse (TensorRT-LLM 0.6-0.9) refuses head_size != 128 and any grouping
+    # but 8 query heads per KV head: Falcon-180B (232 heads of 64 over 8 KV heads) ran the masked
+    # MHA kernel with XQA enabled, reading each KV head 29 times; today's XQA takes it
+    old = values(compile_text(plan("falcon-180b", gpu="h200", tp=4, weights="fp8", engine="trtllm_0_9_xqa")))
+    assert old["d.gqa_kernel"] is False and old["d.kv_read_factor"] == 29
+    new = values(compile_text(plan("falcon-180b", gpu="h200", tp=4, weights="fp8", engine="trtllm"), name="new.plan"))
+    assert new["d.gqa_kernel"] is True and new["d.kv_read_factor"] == 1
+    llama = values(compile_text(plan("llama-2-70b", tp=4, engine="trtllm_0_9_xqa"), name="llama.plan"))
+    assert llama["d.gqa_kernel"] is True  # 64 heads of 128 over 8: the shape XQA was written for
+
+
 def test_tensorrt_engines_without_an_attention_window_keep_the_whole_context(compile_text: Callable[[str], Compilation]) -> None:
     # Mistral-7B-v0.1 windows every layer at 4,096 tokens. TensorRT-LLM's PyTorch backend keeps
     # only the window's KV; its TensorRT engines (0.10-0.18, as trtllm-bench ran them) keep the
