@@ -188,7 +188,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     if _whole_numbers(out, sink) | _requirements(out, failed, sink):
         return out
     for node, problem in problems:
-        sink.add(_diagnostic(node.id, node.decl_span, problem))
+        sink.add(_diagnostic(node.id, node.decl_span, problem, elaborated))
     if failed:
         return out
     for check in elaborated.checks:
@@ -245,12 +245,23 @@ _HELP = {
 }
 
 
-def _diagnostic(name: str, declared: Span, exc: EvalError) -> dx.Diagnostic:
+def _diagnostic(name: str, declared: Span, exc: EvalError, elaborated: ir.Elaborated | None = None) -> dx.Diagnostic:
     if exc.kind == "infeasible":
         var = getattr(exc, "var", "x")
+        secondary = [dx.Label(declared, "while evaluating this")] if declared != exc.span else []
+        search = elaborated.nodes.get(name) if elaborated is not None else None
+        user = None
+        if search is not None and elaborated is not None:
+            # a value the user set that the condition reads within two steps (an SLO), else
+            # the first line of theirs that sets something of the instance whose search it is
+            user = (ir.set_inputs(elaborated.nodes, list(search.deps), depth=2)[0]
+                    or ir.instance_line(elaborated.nodes, search.owner))
+        if exc.span.file.is_stdlib and user is not None:  # the stdlib's search, at the user's line it rests on
+            return dx.NO_FEASIBLE_VALUE.at(user, f"no `{var}` of `{name}` meets its condition with this", name=name,
+                                           var=var, detail=exc.detail, help=_HELP[exc.kind],
+                                           secondary=[dx.Label(exc.span, "nothing in the range meets this"), *secondary])
         return dx.NO_FEASIBLE_VALUE.at(exc.span, "nothing in the range meets this", name=name, var=var, detail=exc.detail,
-                                       secondary=[dx.Label(declared, "while evaluating this")] if declared != exc.span else [],
-                                       help=_HELP[exc.kind])
+                                       secondary=secondary, help=_HELP[exc.kind])
     code = {"division by zero": dx.DIVISION_BY_ZERO, "overflow": dx.OVERFLOW,
             "underflow": dx.UNDERFLOW}.get(exc.kind, dx.NOT_A_NUMBER)
     label = {"division by zero": "this is zero", "overflow": "too large", "underflow": "too small"}.get(exc.kind, exc.detail)

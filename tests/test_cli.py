@@ -64,6 +64,10 @@ def test_check_exit_codes(tmp_path: Path) -> None:
     # a TPOT no batch reaches: the running batch's search finds nothing (infeasible, exit 1)
     code, _, err = run("check", str(failing))
     assert code == 1 and "error[E0407]" in err and "`batch`" in err
+    # at the user's SLO, with the stdlib's search beside it
+    where = err.split("error[E0407]", 1)[1].splitlines()[1]
+    assert where.strip().startswith("-->") and "fail.plan:" in where, err
+    assert "tpot_slo = 1 ms" in err and "<stdlib>/kinds/deployment.plan" in err and "nothing in the range meets this" in err
     # a check that fails
     failing.write_text(text.replace('check chat.tpot <= chat.tpot_slo', 'check chat.tpot <= 1 ms'))
     code, out, _ = run("check", str(failing))

@@ -266,21 +266,11 @@ class Elaborator(Expressions):
         """The user's assignment a failed requirement is most likely about: the first input the
         plan set, following derived quantities down to their inputs — one in the user's own files
         before one in the stdlib's catalog (a `tensor_parallel = 16`, not the board's size)."""
-        queue, seen = ir.refs(value), set()
-        found: list[Span] = []
-        while queue:
-            ref = queue.pop(0)
-            node = self.out.nodes.get(ref)
-            if node is None or ref in seen:
-                continue
-            seen.add(ref)
-            if node.overridden and node.is_input:
-                if not node.span.file.is_stdlib:
-                    return node.span
-                found.append(node.span)
-            queue.extend(node.deps)
+        user, catalog = ir.set_inputs(self.out.nodes, ir.refs(value))
+        if user is not None:
+            return user
         # no input of the user's own: their instance, else the catalog input the clause reads
-        return found[0] if found and inst.decl.name_span.file.is_stdlib else inst.decl.name_span
+        return catalog if catalog is not None and inst.decl.name_span.file.is_stdlib else inst.decl.name_span
 
 
 INCREMENTAL = True

@@ -350,6 +350,37 @@ def refs(expr: Expr) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def set_inputs(nodes: dict[str, Node], start: list[str], depth: int | None = None) -> tuple[Span | None, Span | None]:
+    """Where the plan set the inputs a formula reading `start` rests on, nearest first (breadth
+    first through derived quantities, at most `depth` steps below `start` when given): the first
+    set in the user's own files, and the first set in the stdlib's catalog (a model's or a
+    board's value); None for either that there is not. A failed requirement or search is
+    reported at the first (`tensor_parallel = 16`, not the board's size)."""
+    queue, seen = [(ref, 0) for ref in start], set()
+    catalog: Span | None = None
+    while queue:
+        ref, steps = queue.pop(0)
+        node = nodes.get(ref)
+        if node is None or ref in seen:
+            continue
+        seen.add(ref)
+        if node.overridden and node.is_input:
+            if not node.span.file.is_stdlib:
+                return node.span, catalog
+            catalog = catalog or node.span
+        if depth is None or steps < depth:
+            queue.extend((d, steps + 1) for d in node.deps)
+    return None, catalog
+
+
+def instance_line(nodes: dict[str, Node], instance: str) -> Span | None:
+    """The first input the user's own file sets in this instance (its first line that sets a
+    quantity), or None when it sets none there."""
+    spans = [n.span for n in nodes.values() if n.owner == instance and n.overridden and n.is_input
+             and not n.span.file.is_stdlib]
+    return min(spans, key=lambda s: (str(s.file.path), s.start), default=None)
+
+
 def downstream(elaborated: Elaborated, node: str) -> set[str]:
     """The node and every node that depends on it, transitively."""
     out = {node}
