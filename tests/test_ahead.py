@@ -69,18 +69,20 @@ def test_a_child_that_dies_or_returns_what_does_not_pickle_leaves_the_work_to_th
 
 
 @needs_two
-def test_the_html_report_is_the_same_with_and_without_the_second_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("suffix", "mark"), [("html", b"<svg"), ("md", b"Levers")])
+def test_the_report_is_the_same_with_and_without_the_second_process(tmp_path: Path, suffix: str, mark: bytes) -> None:
+    # HTML: the figures drawn ahead; both: the levers priced ahead
     from click.testing import CliRunner
     from planc.cli import main
 
     example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
     pages = []
     for jobs in ("", "1"):
-        out = tmp_path / f"jobs{jobs or 'n'}.html"
+        out = tmp_path / f"jobs{jobs or 'n'}.{suffix}"
         result = CliRunner().invoke(main, ["compile", str(example), "-o", str(out)], env={"PLAN_JOBS": jobs})
         assert result.exit_code == 0, result.output
         pages.append(out.read_bytes())
-    assert pages[0] == pages[1] and b"<svg" in pages[0]
+    assert pages[0] == pages[1] and mark in pages[0]
 
 
 def test_plan_jobs_caps_the_forked_workers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,18 +120,3 @@ def test_a_reports_levers_are_priced_in_a_second_process_while_the_questions_are
     assert [(a.values, a.reason) for a in ahead_.levers] == [(a.values, a.reason) for a in here.levers]
     assert int(priced_in.read_text()) == os.getpid()
     assert len(ahead_.levers) >= 10
-
-
-@needs_two
-def test_the_markdown_report_is_the_same_with_and_without_the_second_process(tmp_path: Path) -> None:
-    from click.testing import CliRunner
-    from planc.cli import main
-
-    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
-    pages = []
-    for jobs in ("", "1"):
-        out = tmp_path / f"jobs{jobs or 'n'}.md"
-        result = CliRunner().invoke(main, ["compile", str(example), "-o", str(out)], env={"PLAN_JOBS": jobs})
-        assert result.exit_code == 0, result.output
-        pages.append(out.read_bytes())
-    assert pages[0] == pages[1] and b"Levers" in pages[0]
