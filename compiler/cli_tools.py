@@ -24,7 +24,11 @@ from .cli_io import emit, progress, show_diagnostics
 @click.option("--before", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="group figures of an earlier physics (JSON) to show beside this run's")
 @click.option("--only", metavar="GLOB", default="*", help="score only the rows whose id matches GLOB")
-def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, before: Path | None, only: str) -> None:
+@click.option("--sample", "every", metavar="N", type=click.IntRange(min=1), default=1, show_default=True,
+              help="score a stratified sample of about one row in N (every metric, model, precision and "
+                   "accelerator keeps at least one row; the tests use 6)")
+def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, before: Path | None, only: str,
+             every: int) -> None:
     """Score the stdlib's physics against the published measurements in ROWS (validation/rows):
     per group the median and p90 |error|, the bias and roofline-floor violations, as Markdown
     (docs/fidelity.md). Exit 0, or 1 if a group worsened beyond --baseline, or 2 on bad input."""
@@ -39,7 +43,7 @@ def validate(rows_dir: Path, output: Path, baseline: Path | None, record: bool, 
     rows, problems = v.load_rows(rows_dir)
     for problem in problems:
         click.echo(f"plan: {problem}", err=True)
-    rows = [r for r in rows if fnmatch.fnmatch(r.id, only)]
+    rows = v.sample([r for r in rows if fnmatch.fnmatch(r.id, only)], every)
     progress(f"predicting {len(rows):,} validation rows")
     predictions = v.predict(rows)
     groups = v.score(predictions)

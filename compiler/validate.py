@@ -13,6 +13,9 @@ Contract
 - `score(predictions) -> list[Group]`: per group (metric × architecture × precision class, and
   each metric pooled) the count, median and p90 of |error|, the signed median bias, and for step
   times how often the roofline floor exceeds the measurement (it never may).
+- `sample(rows, every)`: a stratified, stable subset for CI — in each stratum (metric, model,
+  weights, accelerator) the ⌈n / every⌉ rows whose ids hash lowest, scoreable ones first, so
+  every stratum and every group of `score` is in it, and adding a row moves at most its own stratum's choice.
 - `render(groups, predictions) -> str` is `docs/fidelity.md`; `compare(groups, baseline)` lists
   the groups whose median |error| worsened beyond the recorded figure by more than a tolerance.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import hashlib
 import json
 import re
 import statistics
@@ -151,6 +155,26 @@ def load_rows(directory: Path) -> tuple[list[Row], list[str]]:
                 seen.add(row.id)
                 rows.append(row)
     return rows, problems
+
+
+def sample(rows: Iterable[Row], every: int) -> list[Row]:
+    """About one row in `every`, stratified: in each (metric, model, weights, accelerator) stratum
+    the ⌈n / every⌉ rows whose ids hash lowest (SHA-256, so the choice is the same on every
+    machine and does not follow the files' order), those a plan can state first (a row that
+    says too little to be scored would stand for its stratum in vain), in the rows' order."""
+    rows = list(rows)
+    if every <= 1:
+        return rows
+    models, hardware = _catalogs()
+    strata: dict[tuple[str, ...], list[Row]] = {}
+    for row in rows:
+        strata.setdefault((row["metric"], row["model"], row["weights"], row["gpu"]), []).append(row)
+    chosen: set[str] = set()
+    for members in strata.values():
+        members = sorted(members, key=lambda r: (plan_text(r, models, hardware)[0] is None,
+                                                 hashlib.sha256(r.id.encode()).hexdigest()))
+        chosen.update(r.id for r in members[:-(-len(members) // every)])
+    return [r for r in rows if r.id in chosen]
 
 
 def _count(text: str, default: int | None = None) -> int | None:
