@@ -400,6 +400,20 @@ def test_the_summary_names_what_binds_the_headline() -> None:
     data = document_json(doc, c)
     assert data["bindings"]["target"] == "chat.devices"
     assert data["bindings"]["choices"][1]["in_effect"] == "throughput_replicas"
+    # the iteration inside the mixed step's `where`: a reader sees the path, a machine the id
+    assert doc.bindings[2][0] == "chat.seen_step_time › mixed_step_time › iteration_time"
+    assert data["bindings"]["choices"][2]["quantity"] == "chat@seen_step_time@mixed_step_time.iteration_time"
+    assert data["bindings"]["choices"][2]["quantity"] in c.lowered.values
+
+
+def test_a_quantity_is_shown_by_its_path_of_wheres() -> None:
+    from planc.semantics import ir
+
+    assert ir.shown("chat.batch") == "chat.batch"
+    assert ir.shown("total") == "total"  # a `let`
+    assert ir.shown("h100_sxm.peak_flops[bf16]") == "h100_sxm.peak_flops[bf16]"
+    assert ir.shown("chat@mixed_step_time.iteration_gpu_time") == "chat.mixed_step_time › iteration_gpu_time"
+    assert ir.shown("chat@tpot_worst@seen_step_time@step_time.batch") == "chat.tpot_worst › seen_step_time › step_time › batch"
 
 
 def test_a_constant_of_a_kind_is_not_an_assumption() -> None:

@@ -150,10 +150,10 @@ def choice_rows(choices: list[Any], b: _Builder) -> tuple[tuple[str, str, str, s
             held = [cond for cond, h, *_ in rest if h is True]
             others = "; ".join([f"{cond} {side(h, lo, hi)}" for cond, h, lo, hi in rest if h is not True]
                                + ([f"{', '.join(held)} hold"] if held else []))
-            rows.append((c.node, "largest", first, f"{side(holds, left, right)} at {shown(n.value)} (one more than the answer)", others))
+            rows.append((ir.shown(c.node), "largest", first, f"{side(holds, left, right)} at {shown(n.value)} (one more than the answer)", others))
             continue
-        others = "; ".join(f"{branch} = {shown(v)}" for branch, v in n.others)
-        rows.append((c.node, c.op, " ".join(c.branches[0].span.text.split()), shown(n.value), others))
+        others = "; ".join(branch if branch == shown(v) else f"{branch} = {shown(v)}" for branch, v in n.others)  # a literal once
+        rows.append((ir.shown(c.node), c.op, " ".join(c.branches[0].span.text.split()), shown(n.value), others))
     return tuple(rows)
 
 

@@ -212,9 +212,10 @@ def document_json(doc: DocumentView, compilation: Compilation) -> dict[str, Any]
         "sensitivities": [{"target": s.target, "entries": [{"input": n, "elasticity": e, "text": text}
                                                            for (n, e), (_, text) in zip(sensitivities[s.target].entries, s.entries)]}
                           for s in doc.sensitivities],
-        "bindings": {"target": doc.bindings_target, "choices": [
-            {**dict(zip(("quantity", "op", "in_effect", "value", "instead_of"), row)), **_choice_numbers(numbers)}
-            for row, numbers in zip(doc.bindings, doc.binding_numbers)]},
+        "bindings": {"target": doc.bindings_target, "choices": [  # a quantity by its id, as everywhere in the JSON
+            {**dict(zip(("quantity", "op", "in_effect", "value", "instead_of"), row)), "quantity": choice.node,
+             **_choice_numbers(numbers)}
+            for row, numbers, choice in zip(doc.bindings, doc.binding_numbers, getattr(compilation, "bindings", []))]},
         "uncertainty": _uncertainty(doc, compilation),
         "warnings": doc.warnings,
         "source": doc.source,

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from ..cachedir import read_entry, write_entry
+from ..semantics import ir
 
 
 def template_source(name: str) -> str:
@@ -56,7 +57,9 @@ def _options_tag(options: dict[str, Any]) -> str:
 
 
 def environment(**options: Any) -> jinja2.Environment:
-    return jinja2.Environment(
+    """The Jinja environment of every report format, with the filters they share (`shown`: a
+    quantity's id as a reader sees it, `ir.shown`)."""
+    env = jinja2.Environment(
         loader=jinja2.FunctionLoader(template_source),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -65,3 +68,5 @@ def environment(**options: Any) -> jinja2.Environment:
         bytecode_cache=_SignedBytecodeCache(_options_tag(options)),
         **options,
     )
+    env.filters["shown"] = ir.shown
+    return env

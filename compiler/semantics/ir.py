@@ -45,6 +45,18 @@ def field_ref(node: NodeId) -> FieldRef:
     return (owner, rest) if dot else ("", owner)
 
 
+def shown(node: NodeId) -> str:
+    """An id as a reader sees it: a variant's node as the path of `where`s it lies in, outermost
+    first (`chat@seen_step_time@mixed_step_time.iteration_time` → `chat.seen_step_time ›
+    mixed_step_time › iteration_time`: the iteration time inside `mixed_step_time`'s `where`,
+    itself inside `seen_step_time`'s); any other id as it is."""
+    owner, rest = field_ref(node)
+    if "@" not in owner:
+        return node
+    instance, *chain = owner.split("@")
+    return f"{instance}." + " › ".join([*chain, rest])
+
+
 @dataclass(frozen=True, slots=True)
 class Lit:
     value: Fraction

@@ -97,11 +97,11 @@ def binding_notes(base: Lowered, variant: Lowered) -> list[str]:
         return out
 
     before, after = keyed(base), keyed(variant)
-    changed = [f"{k[0]} is now set by {text_of(c.branches[0])} ({c.op}; in the baseline by {text_of(before[k].branches[0])})"
+    changed = [f"{ir.shown(k[0])} is now set by {text_of(c.branches[0])} ({c.op}; in the baseline by {text_of(before[k].branches[0])})"
                for k, c in after.items() if k in before and text_of(before[k].branches[0]) != text_of(c.branches[0])]
     if changed:
         return [f"what decides {headline} changes: " + "; ".join(changed)]
-    same = [f"{k[0]} by {text_of(c.branches[0])}" for k, c in after.items()][:4]
+    same = [f"{ir.shown(k[0])} by {text_of(c.branches[0])}" for k, c in after.items()][:4]
     return [f"the same constraints decide {headline} as in the baseline: " + ", ".join(same)] if same else []
 
 
