@@ -28,19 +28,22 @@ from .semantics import ir
 Array = Any  # numpy array or float
 
 
-CHUNK = 8_192
+CHUNK = 32_768
 """Points evaluated in one pass: a larger grid is evaluated chunk by chunk and joined, so that the
-memory of one pass is bounded (Erlang C holds a row of 256 terms per point) whatever the size of
-the question."""
+memory of one pass is bounded (Erlang C holds a row of 256 terms per point, 64 MiB a chunk)
+whatever the size of the question. Each pass interprets the plan's formulas once in Python, so a
+smaller chunk repeats that for nothing: a search of 884,736 configurations took 19.4 s in chunks
+of 8,192 and 13.7 s in chunks of 32,768 (bench/solver_speed.py); 65,536 gained nothing more."""
 
 
 def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[str, Array],
-                  only: set[str] | None = None, relaxed: bool = False) -> dict[str, Array]:
-    """`only`, when given, limits the pass to these nodes (the ones a question needs)."""
+                  only: set[str] | None = None, relaxed: bool = False, keep: set[str] | None = None) -> dict[str, Array]:
+    """`only`, when given, limits the pass to these nodes (the ones a question needs); `keep`, when
+    given, the nodes returned (what the caller reads: a large grid keeps no other node's values)."""
     n = max((np.size(v) for v in fixed.values()), default=1)
     if n > CHUNK and all(np.ndim(v) <= 1 for v in fixed.values()):
         parts = [evaluate_many(elaborated, base, {k: v[i:i + CHUNK] if np.ndim(v) == 1 and np.size(v) == n else v
-                                                  for k, v in fixed.items()}, only, relaxed)
+                                                  for k, v in fixed.items()}, only, relaxed, keep)
                  for i in range(0, n, CHUNK)]
         joined: dict[str, Array] = {}
         for key in parts[0]:
@@ -75,14 +78,24 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             values[node_id] = (_largest(elaborated, node_id, values, ops) if ir.is_search(node.expr)
                                else _evaluate(node.expr, values, ops))
             varying.add(node_id)
-    return values
+    return values if keep is None else {k: v for k, v in values.items() if k in keep}
 
 
 def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
-             ops: dict[str, Callable[[list[Array]], Array]]) -> Array:
+             ops: dict[str, Callable[[list[Array]], Array]], distinct: bool = False) -> Array:
     """`largest(x, low, high, condition)` at every point at once: the same bisection as the exact
     evaluator (`exact.largest`), each step one pass over the trial nodes for all points; NaN where
-    even `low` fails. The trial nodes are left at their values for the answer."""
+    even `low` fails. The trial nodes are left at their values for the answer.
+
+    A search's answer is a function of what it reads, so points that agree on every varying
+    quantity upstream of it (a grid over the utilisation target, which only the replicas read,
+    repeats the running batch's search for each value) are searched once: unless `distinct` says
+    the points already are, the search runs on one point of each group and its answer and trial
+    values are copied to the rest."""
+    if not distinct:
+        shared = _search_once_per_group(elaborated, node_id, values, ops)
+        if shared is not None:
+            return shared
     expr = elaborated.nodes[node_id].expr
     assert isinstance(expr, ir.Op)
     free, low_expr, high_expr, cond, step_expr = expr.args
@@ -132,6 +145,34 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
     holds(np.where(np.isnan(k), low, k))
     answer = base + k * step
     return answer if np.ndim(answer) else float(answer)
+
+
+def _search_once_per_group(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
+                           ops: dict[str, Callable[[list[Array]], Array]]) -> Array | None:
+    """The search over the distinct points only, its answer and trial values spread back to every
+    point; None when there is one point, or when fewer than a quarter of the points repeat another
+    (grouping would cost more than it saves)."""
+    upstream = elaborated.__dict__.setdefault("_search_upstream", {})
+    if node_id not in upstream:
+        inside = {node_id, *ir.trial_nodes(elaborated, node_id), elaborated.nodes[node_id].expr.args[0].node}  # type: ignore[union-attr]
+        upstream[node_id] = sorted(ir.upstream_of(elaborated, [node_id]) - inside)
+    n = max((np.size(values[r]) for r in upstream[node_id] if r in values), default=1)
+    varying = [np.asarray(values[r], dtype=float) for r in upstream[node_id]
+               if r in values and np.ndim(values[r]) == 1 and np.size(values[r]) == n]
+    if n < 2 or not varying:
+        return None
+    _, first, inverse = np.unique(np.stack(varying), axis=1, return_index=True, return_inverse=True)
+    if len(first) > 0.75 * n:
+        return None
+    inverse = inverse.reshape(-1)
+    given = {k: (v[first] if np.ndim(v) == 1 and np.size(v) == n else v) for k, v in values.items()}
+    sub = dict(given)
+    answer = _largest(elaborated, node_id, sub, ops, distinct=True)
+    m = len(first)
+    for k, v in sub.items():  # what the search set: its trial nodes and free variable, at each point's answer
+        if k not in given or v is not given[k]:
+            values[k] = v[inverse] if np.ndim(v) == 1 and np.size(v) == m else v
+    return np.asarray(answer)[inverse] if np.ndim(answer) else answer
 
 
 def _scalar(value: Any) -> Any:

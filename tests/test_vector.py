@@ -74,3 +74,57 @@ def test_a_search_at_one_point_answers_as_the_bisection_at_many(compile_text: Ca
     assert answers[600.0, "b.n"] == 60 and answers[600.0, "b.k"] == 10
     assert answers[40.0, "b.n"] == 30  # 1, 25, 28, 29, 30 hold; 100, 50, 37, 31 fail
     assert answers[1.0, "b.n"] == 1 and math.isnan(answers[1.0, "b.k"])  # 60 items leave no room for one each
+
+
+def test_a_search_runs_once_per_distinct_point_and_answers_as_on_every_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The running batch's search reads the max_num_seqs cap but not the utilisation target (only
+    the replicas do): over a grid of both it runs on the three distinct caps, not the nine points,
+    and every node — the answer, its trial values, what follows from them — is what the search on
+    every point gives."""
+    from planc import vector
+
+    c = compile_plan(REPO / "examples" / "100m_dau.plan")
+    assert c.lowered is not None
+    el, exact = c.lowered.elaborated, c.lowered.values
+    util, caps = np.meshgrid([0.7, 0.8, 0.9], [64.0, 96.0, 1024.0], indexing="ij")
+    grid = {"chat.utilization_target": util.ravel(), "chat.max_num_seqs": caps.ravel()}
+    searched: list[int] = []
+    largest = vector._largest
+
+    def counting(elaborated, node_id, values, ops, distinct=False):  # type: ignore[no-untyped-def]
+        if distinct or node_id == "chat.batch":
+            searched.append(np.size(values["chat.max_num_seqs"]))
+        return largest(elaborated, node_id, values, ops, distinct)
+
+    monkeypatch.setattr(vector, "_largest", counting)
+    grouped = evaluate_many(el, exact, grid)
+    assert 3 in searched  # the batch's search ran on the three caps
+    monkeypatch.setattr(vector, "_search_once_per_group", lambda *args: None)
+    every = evaluate_many(el, exact, grid)
+    assert set(grouped) == set(every)
+    for node in every:
+        a, b = np.broadcast_to(grouped[node], (9,)), np.broadcast_to(every[node], (9,))
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), node
+    assert len(set(np.asarray(grouped["chat.batch"]).tolist())) == 3  # one answer per cap
+    assert len(set(np.asarray(grouped["chat.devices"]).tolist())) > 3  # the replicas read the target
+    # what the search does not set is left as it was, even what varies and was evaluated before it
+    monkeypatch.undo()
+    values = {k: (np.array(v, copy=True) if np.ndim(v) else v) for k, v in every.items()}
+    answer = vector._largest(el, "chat.batch", values, vector._OPS)
+    assert np.array_equal(values["chat.utilization_target"], grid["chat.utilization_target"])
+    assert np.array_equal(values["chat.devices"], every["chat.devices"])
+    assert np.array_equal(np.broadcast_to(answer, (9,)), np.broadcast_to(every["chat.batch"], (9,)))
+
+
+def test_a_large_grid_keeps_only_what_the_caller_reads() -> None:
+    c = compile_plan(REPO / "examples" / "100m_dau.plan")
+    assert c.lowered is not None
+    el, exact = c.lowered.elaborated, c.lowered.values
+    from planc.vector import CHUNK
+
+    targets = np.linspace(0.5, 0.95, 2 * CHUNK + 1)  # more than two chunks
+    kept = evaluate_many(el, exact, {"chat.utilization_target": targets}, keep={"chat.batch", "chat.devices"})
+    assert set(kept) == {"chat.batch", "chat.devices"}
+    alone = evaluate_many(el, exact, {"chat.utilization_target": targets[[0, CHUNK, -1]]})
+    assert np.array_equal(np.broadcast_to(kept["chat.devices"], targets.shape)[[0, CHUNK, -1]], alone["chat.devices"])
+    assert float(np.broadcast_to(kept["chat.batch"], targets.shape)[-1]) == float(exact["chat.batch"])

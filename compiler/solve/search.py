@@ -49,8 +49,8 @@ class Searches(SolverBase):
                                 indexing="ij") if numeric_axes else []
             fixed = {node_id: g.ravel() for (node_id, _), g in zip(numeric_axes, grids)}
             n = math.prod(shape) if numeric_axes else 1
-            vals = evaluate_many(variant.elaborated, variant.values, fixed,
-                                 needed(variant.elaborated, exprs) | set(fixed))
+            vals = evaluate_many(variant.elaborated, variant.values, fixed, needed(variant.elaborated, exprs) | set(fixed),
+                                 keep={r for e in exprs for r in ir.refs(e)} | set(fixed))
 
             def as_array(e: ir.Expr, kind: type, vals: dict[str, Any] = vals, n: int = n) -> Any:
                 return np.broadcast_to(np.asarray(vec_eval(e, vals), dtype=kind), (n,))
@@ -95,9 +95,14 @@ class Searches(SolverBase):
 
         reasons = [" ".join(c.span.text.split()) for c in q.constraints] + ["undefined"]
         sign = -1.0 if q.objective == "maximize" else 1.0
-        feasible = [(sign * float(obj[i]), b, int(i)) for b, (_, obj, failed, _, _) in enumerate(blocks)
-                    for i in np.nonzero(failed < 0)[0]]
-        ranked = sorted(feasible)[:10]
+        # the configurations that meet the constraints, best first (ties: in the order of the grid), in
+        # numpy: a million tuples sorted in Python took longer than evaluating them
+        objective = np.concatenate([sign * np.asarray(obj, dtype=float) for _, obj, _, _, _ in blocks]) if blocks else np.zeros(0)
+        block = np.concatenate([np.full(n, b) for b, (_, _, _, n, _) in enumerate(blocks)]) if blocks else np.zeros(0, int)
+        index = np.concatenate([np.arange(n) for _, _, _, n, _ in blocks]) if blocks else np.zeros(0, int)
+        meets = np.nonzero(np.concatenate([failed < 0 for _, _, failed, _, _ in blocks]))[0] if blocks else np.zeros(0, int)
+        best = meets[np.lexsort((index[meets], block[meets], objective[meets]))[:10]]
+        ranked = [(float(objective[k]), int(block[k]), int(index[k])) for k in best]
         rejected = [(b, int(i)) for b, (_, _, failed, _, _) in enumerate(blocks) for i in np.nonzero(failed >= 0)[0][:5]][:5]
         plot_axes = q.pareto
         node_id = ir.node_id(*q.target.field)
@@ -116,8 +121,8 @@ class Searches(SolverBase):
             return [axis_value(b, i)[k] for k in own]
 
         front: list[tuple[int, int]] = []
-        if len(plot_axes) == 2 and feasible:
-            points = [(axis_value(b, i)[0], axis_value(b, i)[1], b, i) for _, b, i in feasible]
+        if len(plot_axes) == 2 and len(meets):
+            points = [(axis_value(b, i)[0], axis_value(b, i)[1], b, i) for b, i in zip(block[meets].tolist(), index[meets].tolist())]
             front = [(points[k][2], points[k][3]) for k in pareto_front([(x, y) for x, y, _, _ in points])]
         shown = [(b, i) for _, b, i in ranked]
         shown += [bi for bi in front if bi not in shown]  # the whole Pareto front is listed
@@ -127,14 +132,14 @@ class Searches(SolverBase):
         table.pareto = [shown.index(bi) for bi in front]  # indices into rows
         axis_names = [t[1] for t, _ in static_axes] + [ir.field_ref(n)[1] for n, _ in numeric_axes]
         table.axes = axis_names
-        table.feasible = len(feasible)
+        table.feasible = len(meets)
         table.objective_node = node_id if node_id in self.base.values else ""
         statics = self.base.elaborated.statics
         table.declared = [(static_label(statics.get(ir.node_id(*t))), "") for t, _ in static_axes]
         table.declared += [("", n) if n in self.base.values else ("", "") for n, _ in numeric_axes]
         if ranked:
             table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))
-        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(feasible):,} meet the constraints")
+        table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(meets):,} meet the constraints")
         if front:
             table.notes.append("Pareto front (" + ", ".join(p.label for p in plot_axes) + "): "
                                + "; ".join(label(b, i) for b, i in front[:12]))
