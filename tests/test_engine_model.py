@@ -152,6 +152,21 @@ def test_lengths_are_lognormals_with_the_given_mean_and_p99(compile_text: Callab
     assert v["d.mean_context"] == pytest.approx(1000 + v["t.output_tokens_biased"] / 2, rel=1e-12)
 
 
+@pytest.mark.parametrize(("window", "refused"), [(6000, 0.01), (7000, None), (12000, None)])
+def test_prompts_longer_than_the_window_are_refused(compile_text: Callable[[str], Compilation], window: int,
+                                                   refused: float | None) -> None:
+    """With the engine's max_model_len at the plan's context, the prompts at least that long are
+    refused (vLLM's InputProcessor._validate_prompt_len): at the p99 prompt, 1 % of them, by the
+    lognormal's own fit; beyond it, its upper tail, against draws from the simulator's fit."""
+    v = values(compile_text(plan("chat", 0.6, f"\n  context = {window} tokens")))
+    mu, sigma = lognormal_fit(1000, 6000)
+    tail = 0.5 * math.erfc((math.log(window) - mu) / (sigma * math.sqrt(2)))
+    assert v["d.refused_share"] == pytest.approx(refused if refused is not None else tail, rel=1e-9)
+    draws = np.random.default_rng(2).lognormal(mu, sigma, 2_000_000)
+    assert v["d.refused_share"] == pytest.approx((draws >= window).mean(), rel=0.05)
+    assert v["d.refused_rate"] == pytest.approx(v["d.refused_share"] * v["t.peak_qps"], rel=1e-12)
+
+
 def test_paged_admission_holds_more_than_reserving_the_full_context(compile_text: Callable[[str], Compilation]) -> None:
     paged = values(compile_text(plan("chat", 0.6, "\n  kv = fp8\n  tpot_slo = 1 s\n  ttft_slo = 1000 s")))
     reserved = values(compile_text(plan("chat", 0.6, "\n  kv = fp8\n  tpot_slo = 1 s\n  ttft_slo = 1000 s\n  reserve_full_context = true")))
