@@ -113,7 +113,8 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         values[free.node] = base + k * step
         for n in trials:
             e = elaborated.nodes[n].expr
-            values[n] = _largest(elaborated, n, values, ops) if ir.is_search(e) else _evaluate(e, values, ops)
+            # a search nested in the trials reads this one's trial value, which differs from point to point
+            values[n] = _largest(elaborated, n, values, ops, distinct=True) if ir.is_search(e) else _evaluate(e, values, ops)
         return np.asarray(_evaluate(cond, values, ops), dtype=bool)
 
     shape = np.broadcast_shapes(np.shape(low), np.shape(high), *(np.shape(values[r]) for r in ir.refs(cond) if r in values))
@@ -156,10 +157,12 @@ def _search_once_per_group(elaborated: ir.Elaborated, node_id: str, values: dict
     if node_id not in upstream:
         inside = {node_id, *ir.trial_nodes(elaborated, node_id), elaborated.nodes[node_id].expr.args[0].node}  # type: ignore[union-attr]
         upstream[node_id] = sorted(ir.upstream_of(elaborated, [node_id]) - inside)
-    n = max((np.size(values[r]) for r in upstream[node_id] if r in values), default=1)
-    varying = [np.asarray(values[r], dtype=float) for r in upstream[node_id]
-               if r in values and np.ndim(values[r]) == 1 and np.size(values[r]) == n]
-    if n < 2 or not varying:
+    read = [values[r] for r in upstream[node_id] if r in values]
+    n = max((np.size(v) for v in read), default=1)
+    if n < 2 or any(np.ndim(v) > 1 for v in read):  # one point, or a grid of more dimensions: searched as it is
+        return None
+    varying = [np.asarray(v, dtype=float) for v in read if np.ndim(v) == 1 and np.size(v) == n]
+    if not varying:
         return None
     _, first, inverse = np.unique(np.stack(varying), axis=1, return_index=True, return_inverse=True)
     if len(first) > 0.75 * n:
