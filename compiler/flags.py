@@ -212,6 +212,18 @@ def _moe(d: _Deployment, model: str) -> bool:
 BATCH_NOTE = "the planned batch: the admission cap to set"
 
 
+def _context(d: _Deployment, flag: Flag, name: str) -> Flag:
+    """The context window flag, with what it costs: the requests whose prompt alone is longer are
+    refused (`refused_share`, from the lognormal prompt lengths), when they are one in 10,000 or more."""
+    share_id = d.id("refused_share")
+    share = d.value(share_id)
+    note = "the context the KV cache is sized for"
+    if share is None or not share >= 1e-4:
+        return _named(flag, name, note)
+    return Flag(name, flag.value, flag.quantity, (*flag.quantities, share_id),
+                f"{note}, and refuses longer prompts: {share * 100:.3g} % of requests, {share_id}")
+
+
 def _vllm(d: _Deployment, model: str, hardware: str) -> tuple[Flag, ...]:
     c = _common(d)
     out = [_named(c["tensor_parallel"], "--tensor-parallel-size"), _named(c["pipeline_parallel"], "--pipeline-parallel-size")]
@@ -222,7 +234,7 @@ def _vllm(d: _Deployment, model: str, hardware: str) -> tuple[Flag, ...]:
     mu = d.id("memory_utilization")
     out += [_named(c["batch"], "--max-num-seqs", BATCH_NOTE),
             _named(c["prefill_chunk"], "--max-num-batched-tokens"),
-            _named(c["context"], "--max-model-len", "the context the KV cache is sized for"),
+            _context(d, c["context"], "--max-model-len"),
             Flag("--gpu-memory-utilization", decimal(d.value(mu)), mu, (mu,))]
     out += _kv_dtype(d, "--kv-cache-dtype", {"fp8": "fp8", "bf16": "bfloat16"})
     out.append(_named(c["kv_block_size"], "--block-size"))
@@ -242,7 +254,7 @@ def _sglang(d: _Deployment, model: str, hardware: str) -> tuple[Flag, ...]:
     fraction = (Fraction(d.value(weights)) + Fraction(d.value(kv))) / Fraction(d.value(memory))
     out += [_named(c["batch"], "--max-running-requests", BATCH_NOTE),
             _named(c["prefill_chunk"], "--chunked-prefill-size"),
-            _named(c["context"], "--context-length", "the context the KV cache is sized for"),
+            _context(d, c["context"], "--context-length"),
             Flag("--mem-fraction-static", decimal(fraction), f"({weights} + {kv}) / {memory}", (weights, kv, memory),
                  "the static pool holds the weights and the KV cache")]
     out += _kv_dtype(d, "--kv-cache-dtype", {"fp8": "fp8_e4m3", "bf16": "bf16"})
@@ -265,7 +277,7 @@ def _trtllm(d: _Deployment, model: str, hardware: str) -> tuple[Flag, ...]:
     fraction = Fraction(d.value(kv)) / free if free > 0 else Fraction(0)
     out += [_named(c["batch"], "--max_batch_size", BATCH_NOTE),
             _named(c["prefill_chunk"], "--max_num_tokens"),
-            _named(c["context"], "--max_seq_len", "the context the KV cache is sized for"),
+            _context(d, c["context"], "--max_seq_len"),
             Flag("--kv_cache_free_gpu_memory_fraction", decimal(fraction), f"{kv} / ({memory} - {weights} - {overhead})",
                  (kv, memory, weights, overhead), "the share of the memory left after weights and overheads that the KV cache takes")]
     return tuple(out)

@@ -15,6 +15,7 @@ FLAGSHIP: dict[str, str] = {
     'chat.replicas': '3,536',
     'chat.burst_replicas': '3,395',
     'chat.batch': '122',
+    'chat.refused_share': '0.006485',
     'chat.devices@peak_factor=2.5': '11,808 devices',
     'chat.replicas@peak_factor=2.5': '2,947',
     'chat.devices:change@peak_factor=2.5': '-16.7 %',

@@ -249,6 +249,8 @@ def test_flags_of_the_flagship_trace_every_value_to_its_quantity() -> None:
     assert rows["--block-size 16"] == "chat.kv_block_size"
     assert rows["--pipeline-parallel-size 1"] == "chat.pipeline_parallel"
     assert rows["--max-model-len 7000"].startswith("chat.context")
+    # what the window costs: the prompts longer than it are refused, as the plan computes
+    assert rows["--max-model-len 7000"].endswith(f"and refuses longer prompts: {float(FIGURES['chat.refused_share']) * 100:.3g} % of requests, chat.refused_share)")
     assert rows["--quantization fp8"].startswith("chat.weights")
     assert "--enable-expert-parallel" not in out  # a dense model
     assert lines[-1].startswith("vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 4 ")
