@@ -143,10 +143,37 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
         error = EvalError(expr.span, "infeasible", f"it fails already at {free.text} = {shown}" if high >= low
                           else "the range is empty")
         error.var = free.text  # type: ignore[attr-defined]
+        if high >= low:  # what fails at the range's start, with both sides: what the user must relax
+            trial = dict(values)
+            trial[free.node] = at(low)
+            for n in trials:
+                try:
+                    trial[n] = evaluate_node(elaborated, n, trial)
+                except EvalError:
+                    trial.pop(n, None)
+            error.parts = [r for r in condition_parts(elaborated, cond, trial) if r[1] is not True]  # type: ignore[attr-defined]
         raise error
     if found != high:
         holds(found)  # the trial nodes at the answer: the last trial was the value beyond it
     return at(found)  # type: ignore[no-any-return]
+
+
+def condition_parts(elaborated: ir.Elaborated, cond: ir.Expr, values: dict[str, Value]
+                    ) -> list[tuple[ir.Expr, bool | None, Value | None, Value | None]]:
+    """The parts of a search's condition (`ir.conjuncts`) at these values: each with whether it
+    holds (None: no value) and, for a comparison, both its sides."""
+    rows = []
+    for part in ir.conjuncts(elaborated, cond):
+        try:
+            holds: bool | None = bool(evaluate(part, values))
+        except (EvalError, KeyError):
+            holds = None
+        left = right = None
+        if isinstance(part, ir.Op) and part.op in _CMP:
+            with contextlib.suppress(EvalError, KeyError):
+                left, right = (evaluate(a, values) for a in part.args)
+        rows.append((part, holds, left, right))
+    return rows
 
 
 def bisect(holds: Callable[[int], bool], low: int, high: int) -> int | None:
@@ -213,17 +240,7 @@ def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Val
             trial[n] = evaluate_node(elaborated, n, trial)
         except EvalError:
             trial.pop(n, None)
-    rows = []
-    for part in ir.conjuncts(elaborated, cond):
-        try:
-            holds: bool | None = bool(evaluate(part, trial))
-        except (EvalError, KeyError):
-            holds = None
-        left = right = None
-        if isinstance(part, ir.Op) and part.op in _CMP:
-            with contextlib.suppress(EvalError, KeyError):
-                left, right = (evaluate(a, trial) for a in part.args)
-        rows.append((part, holds, left, right))
+    rows = condition_parts(elaborated, cond, trial)
     rows.sort(key=lambda r: r[1] is not False)  # what fails beyond the answer first
     return beyond, rows
 

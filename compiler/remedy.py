@@ -6,7 +6,8 @@ sides with their values (and the values of the quantities a compound side adds u
 `remedies(lowered, expr, limit=3) -> list[str]` proposes, for each numeric input of the plan's own
 instances (those its file declares: not a catalog model's head count, not an engine's constant)
 that the failing comparison depends on, the
-value nearest to the plan's at which every requirement holds, found on a vectorised grid of
+value nearest to the plan's at which every requirement holds (and, for a search that no value
+of its range meets, `search`, at which it has an answer), found on a vectorised grid of
 ×1/64 … ×64 around it (whole numbers stay whole); the proposals are ranked by how little they
 move, as phrases like "`chat.tensor_parallel` = 2 (now 1)". Nothing here raises for a plan: an
 input whose grid cannot be evaluated is left out.
@@ -83,7 +84,9 @@ def sides(lowered: Any, expr: ir.Expr) -> Sides | None:
     return Sides(comparison, shown(comparison.args[0]), shown(comparison.args[1]), tuple(terms))
 
 
-def remedies(lowered: Any, expr: ir.Expr, limit: int = 3) -> list[str]:
+def remedies(lowered: Any, expr: ir.Expr, limit: int = 3, search: str | None = None) -> list[str]:
+    """With `search`, a `largest` that no value of its range meets: `expr` is the part of its
+    condition that fails, and a remedy must also give the search a value."""
     import numpy as np
 
     from .vector import evaluate as vec_eval
@@ -94,6 +97,7 @@ def remedies(lowered: Any, expr: ir.Expr, limit: int = 3) -> list[str]:
         return []
     el = lowered.elaborated
     requirements = [r.expr for r in el.requirements]
+    targets = [comparison, *requirements] + ([el.nodes[search].expr] if search is not None else [])
     reads = ir.upstream(el, [comparison])
     mine = set(el.main_instances)
     candidates = [n for n in el.order if n in reads and el.nodes[n].owner in mine
@@ -110,10 +114,12 @@ def remedies(lowered: Any, expr: ir.Expr, limit: int = 3) -> list[str]:
             continue
         try:
             values = evaluate_many(el, lowered.values, {node_id: np.array(trial, dtype=float)},
-                                   ir.upstream(el, [comparison, *requirements]) | {node_id})
+                                   ir.upstream(el, targets) | {node_id} | ({search} if search is not None else set()))
             holds = np.ones(len(trial), dtype=bool)
             for r in requirements:
                 holds &= np.broadcast_to(np.asarray(vec_eval(r, values), dtype=bool), (len(trial),))
+            if search is not None:
+                holds &= np.broadcast_to(np.isfinite(np.asarray(values[search], dtype=float)), (len(trial),))
         except (ArithmeticError, ValueError, KeyError, TypeError, OverflowError):
             continue
         good = [v for v, ok in zip(trial, holds) if ok]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,6 +69,13 @@ def test_check_exit_codes(tmp_path: Path) -> None:
     where = err.split("error[E0407]", 1)[1].splitlines()[1]
     assert where.strip().startswith("-->") and "fail.plan:" in where, err
     assert "tpot_slo = 1 ms" in err and "<stdlib>/kinds/deployment.plan" in err and "nothing in the range meets this" in err
+    # what fails at one sequence, with both sides, and the input that would give the search an answer:
+    # the SLO relaxed to the nearest value on the remedies' grid above one sequence's step time
+    note = re.search(r"note: `tpot <= tpot_slo` fails there: ([0-9.]+) ms against 1 ms", err)
+    assert note is not None, err
+    fix = re.search(r"help: it has one with `chat.tpot_slo` = ([0-9.]+) ms \(now 1 ms\)", err)
+    assert fix is not None, err
+    assert float(note.group(1)) <= float(fix.group(1)) < 1.2 * float(note.group(1))
     # a check that fails
     failing.write_text(text.replace('check chat.tpot <= chat.tpot_slo', 'check chat.tpot <= 1 ms'))
     code, out, _ = run("check", str(failing))
