@@ -145,8 +145,21 @@ def normal_cdf(x: float) -> float:
 def normal_cdf_many(x: Any) -> Any:
     import numpy as np
 
-    return np.asarray(np.frompyfunc(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)) if v == v else math.nan, 1, 1)(
-        np.asarray(x, dtype=float)), dtype=float)
+    return 0.5 * _erfc_many(np.negative(np.asarray(x, dtype=float)) / math.sqrt(2))
+
+
+@functools.cache
+def _erfc_ufunc() -> Any:
+    import numpy as np
+
+    return np.frompyfunc(math.erfc, 1, 1)
+
+
+def _erfc_many(x: Any) -> Any:
+    """math.erfc element by element (numpy has none), as a float array; NaN gives NaN."""
+    import numpy as np
+
+    return np.asarray(_erfc_ufunc()(x), dtype=float)
 
 
 def normal_quantile(p: float) -> float:
@@ -241,8 +254,12 @@ def lognormal_mixture_quantile_many(args: list[Any]) -> Any:
         total = w.sum(axis=0)
         valid = ((p > 0) & (p < 1) & (total > 0)
                  & np.all((w >= 0) & (m > 0) & (s >= 0) & np.isfinite(m) & np.isfinite(s), axis=0))
-        levels, which = np.unique(np.where(valid, p, 0.5), return_inverse=True)  # most calls have one p
-        z = normal_quantile_many(levels)[which.reshape(p.shape)]
+        level = np.where(valid, p, 0.5)
+        if level.size and level.min() == level.max():  # most calls have one p
+            z = np.full(p.shape, float(normal_quantile_many(level.reshape(-1)[:1])[0]))
+        else:
+            levels, which = np.unique(level, return_inverse=True)
+            z = normal_quantile_many(levels)[which.reshape(p.shape)]
         mu = np.log(np.where(m > 0, m, 1.0)) - s * s / 2
         own = np.where(w > 0, mu + s * z, np.nan)  # each component's own quantile
         lo = np.where(valid, np.nanmin(np.where(valid, own, 0.0), axis=0), 0.0)
@@ -288,7 +305,7 @@ def _mixture_step(x: Any, p: Any, low: Any, high: Any, share: Any, mu: Any, scal
 
     u = (x - mu) / scale
     if exact:
-        phi = 0.5 * np.frompyfunc(math.erfc, 1, 1)(-u / math.sqrt(2)).astype(float)
+        phi = 0.5 * _erfc_many(-u / math.sqrt(2))
     else:
         a = np.abs(u) / math.sqrt(2)
         t = 1 / (1 + 0.3275911 * a)

@@ -10,6 +10,11 @@ as NaN or ±inf and are treated as infeasible by the callers, never as exception
 `relaxed`, `ceil` and `floor` return their argument: the continuous model the sensitivities
 differentiate, in which a count that moves in whole steps still shows how hard it is pushed.
 
+A `largest(x, low, high, condition)` is answered at every point by `_largest`: once per distinct
+point of the `fixed` values it reads (`_search_once_per_group`), guided from one point per group
+when the points differ mostly in `high` (`_guided`), else by bisection, one pass over its trial
+nodes per step (`_bisect`). All three give the bisection's answers under `largest`'s contract.
+
 The IR is evaluated directly (the same tree the exact evaluator and the sympy form come from);
 `tests/test_vector.py` checks that it agrees with the exact evaluator.
 """
@@ -17,6 +22,7 @@ The IR is evaluated directly (the same tree the exact evaluator and the sympy fo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,6 +63,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
     values: dict[str, Array] = {}
     varying: set[str] = set(fixed)
     trials = ir.all_trial_nodes(elaborated)  # evaluated by their search, at each value it tries
+    sources = frozenset(fixed)  # every value that varies is a function of these
     with np.errstate(all="ignore"):
         for node_id in elaborated.order:
             if only is not None and node_id not in only:
@@ -75,25 +82,29 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             if node_id not in base and not any(d in varying for d in node.deps):
                 values[node_id] = np.nan  # failed in the base plan and unaffected by what varies
                 continue
-            values[node_id] = (_largest(elaborated, node_id, values, ops) if ir.is_search(node.expr)
+            values[node_id] = (_largest(elaborated, node_id, values, ops, sources=sources) if ir.is_search(node.expr)
                                else _evaluate(node.expr, values, ops))
             varying.add(node_id)
     return values if keep is None else {k: v for k, v in values.items() if k in keep}
 
 
 def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
-             ops: dict[str, Callable[[list[Array]], Array]], distinct: bool = False) -> Array:
-    """`largest(x, low, high, condition)` at every point at once: the same bisection as the exact
-    evaluator (`exact.largest`), each step one pass over the trial nodes for all points; NaN where
-    even `low` fails. The trial nodes are left at their values for the answer.
+             ops: dict[str, Callable[[list[Array]], Array]], distinct: bool = False, nested: bool = False,
+             sources: frozenset[str] = frozenset()) -> Array:
+    """`largest(x, low, high, condition)` at every point at once: the same answer as the exact
+    evaluator's (`exact.largest`), NaN where even `low` fails. The trial nodes are left at their
+    values for the answer.
 
     A search's answer is a function of what it reads, so points that agree on every varying
     quantity upstream of it (a grid over the utilisation target, which only the replicas read,
     repeats the running batch's search for each value) are searched once: unless `distinct` says
     the points already are, the search runs on one point of each group and its answer and trial
-    values are copied to the rest."""
+    values are copied to the rest. A search `nested` in another's trials reads that one's trial
+    value, which differs from point to point: it is neither grouped nor guided (`_guided`).
+    `sources` are the quantities the pass was given (`evaluate_many`'s `fixed`), of which every
+    other varying value is a function: points are grouped by those the search reads."""
     if not distinct:
-        shared = _search_once_per_group(elaborated, node_id, values, ops)
+        shared = _search_once_per_group(elaborated, node_id, values, ops, sources)
         if shared is not None:
             return shared
     expr = elaborated.nodes[node_id].expr
@@ -109,14 +120,19 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         low = np.where(whole, np.ceil(start), 0.0)
         high = np.floor((np.asarray(_evaluate(high_expr, values, ops), dtype=float) - base) / np.where(step > 0, step, np.nan))
 
-    def holds(k: Array) -> Array:
-        values[free.node] = base + k * step
-        for n in trials:
-            e = elaborated.nodes[n].expr
-            # a search nested in the trials reads this one's trial value, which differs from point to point
-            values[n] = _largest(elaborated, n, values, ops, distinct=True) if ir.is_search(e) else _evaluate(e, values, ops)
-        return np.asarray(_evaluate(cond, values, ops), dtype=bool)
+    def holds_in(at: dict[str, Array], base: Array, step: Array) -> Callable[[Array], Array]:
+        """The condition at step counts k, over the points of `at` (the trial nodes set there)."""
+        def holds(k: Array) -> Array:
+            at[free.node] = base + k * step
+            for n in trials:
+                e = elaborated.nodes[n].expr
+                # a search nested in the trials reads this one's trial value, which differs from point to point
+                at[n] = (_largest(elaborated, n, at, ops, distinct=True, nested=True) if ir.is_search(e)
+                         else _evaluate(e, at, ops))
+            return np.asarray(_evaluate(cond, at, ops), dtype=bool)
+        return holds
 
+    holds = holds_in(values, base, step)
     shape = np.broadcast_shapes(np.shape(low), np.shape(high), *(np.shape(values[r]) for r in ir.refs(cond) if r in values))
     low, high = np.broadcast_to(low, shape).copy(), np.broadcast_to(high, shape).copy()
     if (np.size(low) == 1 and np.isfinite(low).all() and np.isfinite(high).all()
@@ -131,51 +147,194 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         holds(np.full(shape, lo if found is None else found, dtype=float))
         answer = base + (np.nan if found is None else found) * step
         return np.broadcast_to(answer, shape).copy() if shape else float(answer)
-    feasible = (high >= low) & holds(low)
-    top = holds(high) & feasible
-    good, bad = low.copy(), high.copy()
-    while True:
-        open_ = feasible & ~top & (bad - good > 1)
-        if not open_.any():
-            break
-        mid = np.where(open_, np.floor((good + bad) / 2), good)
-        ok = holds(mid)
-        good = np.where(open_ & ok, mid, good)
-        bad = np.where(open_ & ~ok, mid, bad)
-    k = np.where(top, high, np.where(feasible, good, np.nan))
-    holds(np.where(np.isnan(k), low, k))
+
+    def part(idx: Array) -> Part:
+        """The search on these points only, in a values dict of their own, and their range."""
+        n = np.size(low)
+        at = {k: (v[idx] if np.ndim(v) == 1 and np.size(v) == n else v) for k, v in values.items()}
+        only = [np.broadcast_to(a, (n,))[idx] if np.ndim(a) else a for a in (base, step)]
+        return Part(holds_in(at, only[0], only[1]), low[idx], high[idx], at, idx)
+
+    def keep(parts: list[Part], k: Array) -> None:
+        """The trial nodes left at the answers: each part's own values joined into the whole's."""
+        if not parts:
+            return
+        for piece in parts:
+            piece.holds(np.where(np.isnan(k[piece.idx]), piece.low, k[piece.idx]))
+        for name in (free.node, *trials):
+            whole = np.array(np.broadcast_to(values[name], np.shape(low)))
+            for piece in parts:
+                whole[piece.idx] = piece.at[name]
+            values[name] = whole
+
+    guided = _guided(elaborated, node_id, values, high_expr, holds, low, high, part, sources) if not nested else None
+    if guided is None:
+        k = _bisect(holds, low, high)
+        holds(np.where(np.isnan(k), low, k))
+    else:
+        k, parts = guided
+        keep(parts, k)
     answer = base + k * step
     return answer if np.ndim(answer) else float(answer)
 
 
+@dataclass
+class Part:
+    """A search over some of the points (`idx`): its condition, range and values dict."""
+
+    holds: Callable[[Array], Array]
+    low: Array
+    high: Array
+    at: dict[str, Array]
+    idx: Array
+
+
+def _bisect(holds: Callable[[Array], Array], low: Array, high: Array) -> Array:
+    """Each point's answer as a step count (NaN where `low` fails): `exact.bisect` at every point
+    at once, one pass over the trial nodes per step."""
+    feasible = (high >= low) & holds(low)
+    top = holds(high) & feasible
+    good = _narrow(holds, low.copy(), high.copy(), feasible & ~top)
+    return np.where(top, high, np.where(feasible, good, np.nan))
+
+
+def _narrow(holds: Callable[[Array], Array], good: Array, bad: Array, open_: Array) -> Array:
+    """Bisection between `good` (holds) and `bad` (fails) at the open points: the last that holds."""
+    while True:
+        open_ = open_ & (bad - good > 1)
+        if not open_.any():
+            return good
+        mid = np.where(open_, np.floor((good + bad) / 2), good)
+        ok = holds(mid)
+        good = np.where(open_ & ok, mid, good)
+        bad = np.where(open_ & ~ok, mid, bad)
+
+
+def _gallop(holds: Callable[[Array], Array], good: Array, high: Array) -> Array:
+    """The last value that holds, from `good` (which holds) up to `high`: steps of 1, 2, 4, ...
+    until one fails, then bisection within the last step — a few passes when the answer is near."""
+    bad = np.full(np.shape(good), np.inf)
+    top = good >= high
+    stride = np.ones(np.shape(good))
+    while True:
+        open_ = ~top & np.isinf(bad)
+        if not open_.any():
+            break
+        probe = np.where(open_, np.minimum(good + stride, high), good)
+        ok = holds(probe)
+        good = np.where(open_ & ok, probe, good)
+        bad = np.where(open_ & ~ok, probe, bad)
+        top = top | (open_ & ok & (probe >= high))
+        stride = stride * 2
+    return _narrow(holds, good, bad, ~top)
+
+
+GUIDE_SHARE = 0.25
+"""A search is guided when its points fall into at most this share as many groups."""
+
+
+def _guided(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array], high_expr: ir.Expr,
+            holds: Callable[[Array], Array], low: Array, high: Array, part: Callable[[Array], Part],
+            sources: frozenset[str]) -> tuple[Array, list[Part]] | None:
+    """The answers of a search over points that differ mostly in its range's upper end (a grid
+    over the engine's cap on running sequences, which the condition reads only a little: the
+    sampler's memory), in a few passes over all points rather than one per bisection step.
+
+    The points are grouped by the `sources` the search reads other than the upper end's inputs
+    and what they feed; the search runs by bisection on one point of each group (the one with
+    the widest range), and its answer, within each point's range, is each point's guess. The
+    condition holds up to some value and fails beyond it (the contract of `largest`,
+    `exact.bisect`), so a guess at which it holds and, below the upper end, fails one step
+    beyond is the answer, and a guess at the lower end at which it fails means there is none.
+    From a guess at which it holds one step beyond as well, the search gallops upwards; below a
+    guess at which it fails, it bisects. Returns the answers as step counts, and the parts of
+    the points searched on their own (the trial nodes of the rest are left at their guess);
+    None (search as usual) when the points do not fall into few enough groups."""
+    cache = elaborated.__dict__.setdefault("_guide_keys", {})
+    if node_id not in cache:
+        inside = {node_id, *ir.trial_nodes(elaborated, node_id), elaborated.nodes[node_id].expr.args[0].node}  # type: ignore[union-attr]
+        # the upper end's inputs, and what they feed (the cap on sequences sizes the sampler's memory)
+        bound = ir.upstream(elaborated, [high_expr]).union(*(ir.downstream(elaborated, r) for r in ir.refs(high_expr)))
+        cache[node_id] = sorted(ir.upstream_of(elaborated, [node_id]) - inside - bound)
+    n = np.size(low)
+    if n < 2 or np.ndim(high) != 1:
+        return None
+    _, inverse = _groups([values[r] for r in cache[node_id] if r in sources and r in values], n)
+    if int(inverse.max()) + 1 > GUIDE_SHARE * n:
+        return None
+    order = np.lexsort((-np.nan_to_num(high, nan=-np.inf), inverse))  # each group's widest range first
+    starts = np.flatnonzero(np.r_[True, inverse[order][1:] != inverse[order][:-1]])
+    rep = part(order[starts])
+    found = _bisect(rep.holds, rep.low, rep.high)[inverse]
+    guess = np.where(np.isnan(found) | (high < low), low, np.clip(found, low, high))
+    beyond = holds(np.minimum(guess + 1, high)) | (guess >= high)  # the step beyond, then the guess, so that
+    at = holds(guess) & (high >= low)                             # the trial values are left at the guess
+    k = np.where(at & ~beyond, guess, np.where(at & (guess >= high), high, np.nan))
+    parts = []
+    up = np.flatnonzero(at & beyond & (guess < high))
+    if up.size:  # holds one step beyond the guess: the answer lies above
+        above = part(up)
+        k[up] = _gallop(above.holds, guess[up] + 1, above.high)
+        parts.append(above)
+    down = np.flatnonzero(~at & (guess > low) & (high >= low))
+    if down.size:  # fails at the guess: the answer lies below, if anywhere
+        below = part(down)
+        k[down] = _bisect(below.holds, below.low, guess[down] - 1)
+        parts.append(below)
+    return k, parts
+
+
 def _search_once_per_group(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
-                           ops: dict[str, Callable[[list[Array]], Array]]) -> Array | None:
-    """The search over the distinct points only, its answer and trial values spread back to every
-    point; None when there is one point, or when fewer than a quarter of the points repeat another
-    (grouping would cost more than it saves)."""
+                           ops: dict[str, Callable[[list[Array]], Array]], sources: frozenset[str]) -> Array | None:
+    """The search over the distinct points only (of the `sources` it reads), its answer and
+    trial values spread back to every point; None when there is one point, or when fewer than a
+    quarter of the points repeat another (grouping would cost more than it saves)."""
     upstream = elaborated.__dict__.setdefault("_search_upstream", {})
     if node_id not in upstream:
         inside = {node_id, *ir.trial_nodes(elaborated, node_id), elaborated.nodes[node_id].expr.args[0].node}  # type: ignore[union-attr]
-        upstream[node_id] = sorted(ir.upstream_of(elaborated, [node_id]) - inside)
-    read = [values[r] for r in upstream[node_id] if r in values]
+        upstream[node_id] = (sorted(ir.upstream_of(elaborated, [node_id]) - inside), sorted(inside))
+    reads, inside_nodes = upstream[node_id]
+    read = [values[r] for r in reads if r in values]
     n = max((np.size(v) for v in read), default=1)
     if n < 2 or any(np.ndim(v) > 1 for v in read):  # one point, or a grid of more dimensions: searched as it is
         return None
-    varying = [np.asarray(v, dtype=float) for v in read if np.ndim(v) == 1 and np.size(v) == n]
-    if not varying:
+    given_read = [values[r] for r in reads if r in sources and r in values]
+    if not any(np.ndim(v) == 1 and np.size(v) == n for v in given_read):
         return None
-    _, first, inverse = np.unique(np.stack(varying), axis=1, return_index=True, return_inverse=True)
+    first, inverse = _groups(given_read, n)
     if len(first) > 0.75 * n:
         return None
-    inverse = inverse.reshape(-1)
-    given = {k: (v[first] if np.ndim(v) == 1 and np.size(v) == n else v) for k, v in values.items()}
+    given = {k: (v[first] if np.ndim(v) == 1 and np.size(v) == n else v)  # what the search reads and sets
+             for k, v in ((k, values[k]) for k in (*reads, *inside_nodes) if k in values)}
     sub = dict(given)
-    answer = _largest(elaborated, node_id, sub, ops, distinct=True)
+    answer = _largest(elaborated, node_id, sub, ops, distinct=True, sources=sources)
     m = len(first)
     for k, v in sub.items():  # what the search set: its trial nodes and free variable, at each point's answer
         if k not in given or v is not given[k]:
             values[k] = v[inverse] if np.ndim(v) == 1 and np.size(v) == m else v
     return np.asarray(answer)[inverse] if np.ndim(answer) else answer
+
+
+def _groups(rows: list[Array], n: int) -> tuple[Array, Array]:
+    """The distinct points of these rows (those of length n; the rest are the same everywhere):
+    the first point of each group, and each point's group, as `np.unique(axis=1)` gives them.
+    Each row is coded by its own distinct values and the codes joined into one integer per point,
+    so that one sort of integers replaces a sort of the points' records."""
+    varying = [np.asarray(r, dtype=float) for r in rows if np.ndim(r) == 1 and np.size(r) == n]
+    if not varying:
+        return np.zeros(1, dtype=np.intp), np.zeros(n, dtype=np.intp)
+    key = np.zeros(n, dtype=np.int64)
+    size = 1
+    for row in varying:
+        _, code = np.unique(row, return_inverse=True)
+        count = int(code.max()) + 1
+        if size * count >= 2 ** 62:  # the joined code would overflow: the records themselves
+            _, first, inverse = np.unique(np.stack(varying), axis=1, return_index=True, return_inverse=True)
+            return first, inverse.reshape(-1)
+        key = key * count + code.reshape(-1)
+        size *= count
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
 
 
 def _scalar(value: Any) -> Any:
@@ -191,12 +350,27 @@ def evaluate(expr: ir.Expr, values: dict[str, Array],
 
 
 def _evaluate(expr: ir.Expr, values: dict[str, Array], ops: dict[str, Callable[[list[Array]], Array]]) -> Array:
-    if isinstance(expr, ir.Lit):
-        return bool(expr.value) if expr.dim == ir.BOOL else float(expr.value)
-    if isinstance(expr, ir.Ref):
-        return values[expr.node]
-    args = [_evaluate(a, values, ops) for a in expr.args]
-    return ops[expr.op](args)
+    kind = type(expr)  # the IR's three node classes, most often met first (a search evaluates its trials many times)
+    if kind is ir.Ref:
+        return values[expr.node]  # type: ignore[union-attr]
+    if kind is ir.Op:
+        return ops[expr.op]([_evaluate(a, values, ops) for a in expr.args])  # type: ignore[union-attr]
+    return _literal(expr)  # type: ignore[arg-type]
+
+
+_LITERALS: dict[int, tuple[ir.Lit, Any]] = {}
+
+
+def _literal(lit: ir.Lit) -> Any:
+    """A literal's value as a float (or bool), converted from its exact fraction once."""
+    seen = _LITERALS.get(id(lit))
+    if seen is not None and seen[0] is lit:
+        return seen[1]
+    value = bool(lit.value) if lit.dim == ir.BOOL else float(lit.value)
+    if len(_LITERALS) > 100_000:  # literals of plans compiled before in this process (the language server)
+        _LITERALS.clear()
+    _LITERALS[id(lit)] = (lit, value)
+    return value
 
 
 _OPS: dict[str, Callable[[list[Array]], Array]] = {

@@ -91,10 +91,10 @@ def test_a_search_runs_once_per_distinct_point_and_answers_as_on_every_point(mon
     searched: list[int] = []
     largest = vector._largest
 
-    def counting(elaborated, node_id, values, ops, distinct=False):  # type: ignore[no-untyped-def]
+    def counting(elaborated, node_id, values, ops, distinct=False, **kw):  # type: ignore[no-untyped-def]
         if distinct or node_id == "chat.batch":
             searched.append(np.size(values["chat.max_num_seqs"]))
-        return largest(elaborated, node_id, values, ops, distinct)
+        return largest(elaborated, node_id, values, ops, distinct, **kw)
 
     monkeypatch.setattr(vector, "_largest", counting)
     grouped = evaluate_many(el, exact, grid)
@@ -114,6 +114,70 @@ def test_a_search_runs_once_per_distinct_point_and_answers_as_on_every_point(mon
     assert np.array_equal(values["chat.utilization_target"], grid["chat.utilization_target"])
     assert np.array_equal(values["chat.devices"], every["chat.devices"])
     assert np.array_equal(np.broadcast_to(answer, (9,)), np.broadcast_to(every["chat.batch"], (9,)))
+
+
+TOY_SEARCH = """
+kind box "a toy" {
+  input cap: count = 100 "the range's upper end"
+  input budget: s = 100 ms "what an item may cost"
+  input slope: s = 0 ms "what the upper end adds to the cost"
+  input n: count = largest(n, 1, cap, cost <= budget) "items the budget allows"
+  derive cost: s = n * 1 ms + cap * slope "time for n items"
+  derive after: s = cost * 2 "read after the search"
+}
+box b { }
+"""
+
+
+@pytest.mark.parametrize("slope", [0.4, -0.4, 0.0])
+def test_a_guided_search_answers_as_the_bisection_on_every_point(
+        compile_text: Callable[[str], Compilation], monkeypatch: pytest.MonkeyPatch, slope: float) -> None:
+    """A grid over the range's upper end (which the condition reads too: `slope`) and a budget:
+    the guided search (`vector._guided`) gives every node — the answers, the trial values, what
+    follows — as the plain bisection does, and as the closed form says. With a positive slope
+    the points of a smaller upper end have larger answers than their group's widest (the search
+    gallops up from the guess), with a negative one smaller (it bisects below the guess)."""
+    from planc import vector
+
+    c = compile_text(TOY_SEARCH)
+    assert c.lowered is not None
+    el, exact = c.lowered.elaborated, c.lowered.values
+    # budgets a quarter of a millisecond off the whole ones, so that no item count meets one exactly
+    caps, budgets = np.meshgrid(np.arange(1.0, 301.0), [0.05025, 0.10025, 0.20025, 0.40025], indexing="ij")
+    grid = {"b.cap": caps.ravel(), "b.budget": budgets.ravel(), "b.slope": np.full(caps.size, slope / 1000)}
+    walked: list[str] = []
+
+    def counted(name: str) -> Callable[..., object]:
+        inner = getattr(vector, name)
+        return lambda *args: walked.append(name) or inner(*args)
+
+    for name in ("_gallop", "_bisect"):
+        monkeypatch.setattr(vector, name, counted(name))
+    guided = evaluate_many(el, exact, grid)
+    assert ("_gallop" in walked) == (slope > 0)
+    assert walked.count("_bisect") >= (2 if slope < 0 else 1)  # the groups' own search, then below the guesses
+    monkeypatch.setattr(vector, "_guided", lambda *args: None)
+    plain = evaluate_many(el, exact, grid)
+    for node in ("b.n", "b.cost", "b.after"):
+        a, b = np.broadcast_to(guided[node], caps.size), np.broadcast_to(plain[node], caps.size)
+        assert np.array_equal(a, b, equal_nan=True), node
+    with np.errstate(invalid="ignore"):
+        closed = np.floor((grid["b.budget"] - grid["b.cap"] * grid["b.slope"]) / 0.001 + 1e-9)
+    want = np.where(closed >= 1, np.minimum(closed, grid["b.cap"]), np.nan)
+    assert np.array_equal(np.asarray(guided["b.n"]), want, equal_nan=True)
+    assert np.isnan(want).any() == (slope > 0)  # a cost above the budget at one item: no answer
+
+
+def test_groups_are_those_of_numpy_unique() -> None:
+    from planc.vector import _groups
+
+    rng = np.random.default_rng(7)
+    rows = [rng.integers(0, 5, 500).astype(float), rng.choice([0.1, 0.25, 3.0], 500), np.full(500, 2.0), 4.0]
+    first, inverse = _groups(rows, 500)
+    _, want_first, want_inverse = np.unique(np.stack(rows[:3]), axis=1, return_index=True, return_inverse=True)
+    # the same partition of the points, each group's first point the same
+    assert sorted(first.tolist()) == sorted(want_first.tolist())
+    assert np.array_equal(first[inverse], want_first[want_inverse.reshape(-1)])
 
 
 def test_a_large_grid_keeps_only_what_the_caller_reads() -> None:
