@@ -82,7 +82,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             if node_id not in base and not any(d in varying for d in node.deps):
                 values[node_id] = np.nan  # failed in the base plan and unaffected by what varies
                 continue
-            values[node_id] = (_largest(elaborated, node_id, values, ops, sources=sources) if ir.is_search(node.expr)
+            values[node_id] = (_largest(elaborated, node_id, values, ops, sources=sources, keep=keep) if ir.is_search(node.expr)
                                else _evaluate(node.expr, values, ops))
             varying.add(node_id)
     return values if keep is None else {k: v for k, v in values.items() if k in keep}
@@ -90,7 +90,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
 
 def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
              ops: dict[str, Callable[[list[Array]], Array]], distinct: bool = False, nested: bool = False,
-             sources: frozenset[str] = frozenset()) -> Array:
+             sources: frozenset[str] = frozenset(), keep: set[str] | None = None) -> Array:
     """`largest(x, low, high, condition)` at every point at once: the same answer as the exact
     evaluator's (`exact.largest`), NaN where even `low` fails. The trial nodes are left at their
     values for the answer.
@@ -102,9 +102,11 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
     values are copied to the rest. A search `nested` in another's trials reads that one's trial
     value, which differs from point to point: it is neither grouped nor guided (`_guided`).
     `sources` are the quantities the pass was given (`evaluate_many`'s `fixed`), of which every
-    other varying value is a function: points are grouped by those the search reads."""
+    other varying value is a function: points are grouped by those the search reads. With `keep`
+    (what the pass returns), the grouped search spreads back only the trial values that other
+    nodes read or that are kept."""
     if not distinct:
-        shared = _search_once_per_group(elaborated, node_id, values, ops, sources)
+        shared = _search_once_per_group(elaborated, node_id, values, ops, sources, keep)
         if shared is not None:
             return shared
     expr = elaborated.nodes[node_id].expr
@@ -155,7 +157,7 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         only = [np.broadcast_to(a, (n,))[idx] if np.ndim(a) else a for a in (base, step)]
         return Part(holds_in(at, only[0], only[1]), low[idx], high[idx], at, idx)
 
-    def keep(parts: list[Part], k: Array) -> None:
+    def leave_at_answers(parts: list[Part], k: Array) -> None:
         """The trial nodes left at the answers: each part's own values joined into the whole's."""
         if not parts:
             return
@@ -173,7 +175,7 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         holds(np.where(np.isnan(k), low, k))
     else:
         k, parts = guided
-        keep(parts, k)
+        leave_at_answers(parts, k)
     answer = base + k * step
     return answer if np.ndim(answer) else float(answer)
 
@@ -229,6 +231,49 @@ def _gallop(holds: Callable[[Array], Array], good: Array, high: Array) -> Array:
     return _narrow(holds, good, bad, ~top)
 
 
+MULTISECT_POINTS = 2048
+"""Points a multisection pass evaluates at most: each searched point tries this many over their number."""
+
+
+def _multisect(part: Callable[[Array], Part], idx: Array) -> Array:
+    """The answers at these few points as step counts (NaN where `low` fails), as `_bisect` gives
+    them, in fewer passes: each pass tries K values spread over every point's bracket at once
+    (K = MULTISECT_POINTS over the number of points), keeping the last that holds and the first
+    that fails — the condition holds up to some value and fails beyond it, so the answer lies
+    between them. A range of 2,048 takes three passes of 341 values for six points, not twelve."""
+    m = np.size(idx)
+    k = max(2, MULTISECT_POINTS // max(m, 1))
+    wide = part(np.repeat(idx, k))
+    low, high = wide.low[::k], wide.high[::k]
+    j = np.arange(k, dtype=float)
+    # the first pass spans the range, its ends included
+    probe = np.floor(low[:, None] + (high - low)[:, None] * j / (k - 1))
+    probe[:, -1] = high
+    ok = np.asarray(np.broadcast_to(wide.holds(np.where((high >= low)[:, None], probe, low[:, None]).reshape(-1)), (m * k,))).reshape(m, k)
+    feasible = (high >= low) & ok[:, 0]
+    top = feasible & ok[:, -1]
+    good, bad = _bracket(probe, ok, low, high)
+    while True:
+        open_ = feasible & ~top & (bad - good > 1)
+        if not open_.any():
+            break
+        probe = np.where(open_[:, None], np.floor(good[:, None] + (bad - good)[:, None] * (j + 1) / (k + 1)), good[:, None])
+        ok = np.asarray(np.broadcast_to(wide.holds(probe.reshape(-1)), (m * k,))).reshape(m, k)
+        inner_good, inner_bad = _bracket(probe, ok, good, bad)
+        good, bad = np.where(open_, inner_good, good), np.where(open_, inner_bad, bad)
+    return np.where(top, high, np.where(feasible, good, np.nan))
+
+
+def _bracket(probe: Array, ok: Array, good: Array, bad: Array) -> tuple[Array, Array]:
+    """Each row's last probe that holds before its first that fails (else the bracket's ends)."""
+    fails = ~ok
+    first = np.where(fails.any(axis=1), fails.argmax(axis=1), probe.shape[1])
+    rows = np.arange(probe.shape[0])
+    new_bad = np.where(first < probe.shape[1], probe[rows, np.minimum(first, probe.shape[1] - 1)], bad)
+    new_good = np.where(first > 0, probe[rows, np.maximum(first - 1, 0)], good)
+    return np.maximum(new_good, good), np.minimum(new_bad, bad)
+
+
 GUIDE_SHARE = 0.25
 """A search is guided when its points fall into at most this share as many groups."""
 
@@ -241,8 +286,8 @@ def _guided(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array], h
     sampler's memory), in a few passes over all points rather than one per bisection step.
 
     The points are grouped by the `sources` the search reads other than the upper end's inputs
-    and what they feed; the search runs by bisection on one point of each group (the one with
-    the widest range), and its answer, within each point's range, is each point's guess. The
+    and what they feed; the search runs on one point of each group (the one with the widest
+    range; `_multisect`), and its answer, within each point's range, is each point's guess. The
     condition holds up to some value and fails beyond it (the contract of `largest`,
     `exact.bisect`), so a guess at which it holds and, below the upper end, fails one step
     beyond is the answer, and a guess at the lower end at which it fails means there is none.
@@ -264,11 +309,13 @@ def _guided(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array], h
         return None
     order = np.lexsort((-np.nan_to_num(high, nan=-np.inf), inverse))  # each group's widest range first
     starts = np.flatnonzero(np.r_[True, inverse[order][1:] != inverse[order][:-1]])
-    rep = part(order[starts])
-    found = _bisect(rep.holds, rep.low, rep.high)[inverse]
+    found = _multisect(part, order[starts])[inverse]
     guess = np.where(np.isnan(found) | (high < low), low, np.clip(found, low, high))
-    beyond = holds(np.minimum(guess + 1, high)) | (guess >= high)  # the step beyond, then the guess, so that
-    at = holds(guess) & (high >= low)                             # the trial values are left at the guess
+    at = holds(guess) & (high >= low)  # the trial values are left at the guess
+    beyond = guess >= high
+    short = np.flatnonzero(at & ~beyond)  # one step beyond, where the guess holds below the upper end
+    if short.size:
+        beyond[short] = part(short).holds(guess[short] + 1)
     k = np.where(at & ~beyond, guess, np.where(at & (guess >= high), high, np.nan))
     parts = []
     up = np.flatnonzero(at & beyond & (guess < high))
@@ -285,15 +332,19 @@ def _guided(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array], h
 
 
 def _search_once_per_group(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
-                           ops: dict[str, Callable[[list[Array]], Array]], sources: frozenset[str]) -> Array | None:
+                           ops: dict[str, Callable[[list[Array]], Array]], sources: frozenset[str],
+                           keep: set[str] | None = None) -> Array | None:
     """The search over the distinct points only (of the `sources` it reads), its answer and
     trial values spread back to every point; None when there is one point, or when fewer than a
     quarter of the points repeat another (grouping would cost more than it saves)."""
     upstream = elaborated.__dict__.setdefault("_search_upstream", {})
     if node_id not in upstream:
         inside = {node_id, *ir.trial_nodes(elaborated, node_id), elaborated.nodes[node_id].expr.args[0].node}  # type: ignore[union-attr]
-        upstream[node_id] = (sorted(ir.upstream_of(elaborated, [node_id]) - inside), sorted(inside))
-    reads, inside_nodes = upstream[node_id]
+        # the trial values that nodes outside the search read
+        read_after = {d for n, node in elaborated.nodes.items() if n not in inside for d in node.deps if d in inside}
+        upstream[node_id] = (sorted(ir.upstream_of(elaborated, [node_id]) - inside), sorted(inside), read_after)
+    reads, inside_nodes, read_after = upstream[node_id]
+    spread = None if keep is None else read_after | keep
     read = [values[r] for r in reads if r in values]
     n = max((np.size(v) for v in read), default=1)
     if n < 2 or any(np.ndim(v) > 1 for v in read):  # one point, or a grid of more dimensions: searched as it is
@@ -310,7 +361,7 @@ def _search_once_per_group(elaborated: ir.Elaborated, node_id: str, values: dict
     answer = _largest(elaborated, node_id, sub, ops, distinct=True, sources=sources)
     m = len(first)
     for k, v in sub.items():  # what the search set: its trial nodes and free variable, at each point's answer
-        if k not in given or v is not given[k]:
+        if (k not in given or v is not given[k]) and (spread is None or k in spread):
             values[k] = v[inverse] if np.ndim(v) == 1 and np.size(v) == m else v
     return np.asarray(answer)[inverse] if np.ndim(answer) else answer
 

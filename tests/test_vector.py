@@ -123,7 +123,8 @@ kind box "a toy" {
   input slope: s = 0 ms "what the upper end adds to the cost"
   input n: count = largest(n, 1, cap, cost <= budget) "items the budget allows"
   derive cost: s = n * 1 ms + cap * slope "time for n items"
-  derive after: s = cost * 2 "read after the search"
+  input extra: s = 0 ms "read after the search only"
+  derive after: s = cost * 2 + extra "read after the search"
 }
 box b { }
 """
@@ -143,24 +144,32 @@ def test_a_guided_search_answers_as_the_bisection_on_every_point(
     assert c.lowered is not None
     el, exact = c.lowered.elaborated, c.lowered.values
     # budgets a quarter of a millisecond off the whole ones, so that no item count meets one exactly
-    caps, budgets = np.meshgrid(np.arange(1.0, 301.0), [0.05025, 0.10025, 0.20025, 0.40025], indexing="ij")
-    grid = {"b.cap": caps.ravel(), "b.budget": budgets.ravel(), "b.slope": np.full(caps.size, slope / 1000)}
+    # and a value only what follows the search reads, so that the search runs once per two points
+    caps, budgets, extra = np.meshgrid(np.arange(1.0, 301.0), [0.05025, 0.10025, 0.20025, 0.40025], [0.0, 0.001],
+                                       indexing="ij")
+    grid = {"b.cap": caps.ravel(), "b.budget": budgets.ravel(), "b.slope": np.full(caps.size, slope / 1000),
+            "b.extra": extra.ravel()}
     walked: list[str] = []
 
     def counted(name: str) -> Callable[..., object]:
         inner = getattr(vector, name)
         return lambda *args: walked.append(name) or inner(*args)
 
-    for name in ("_gallop", "_bisect"):
+    for name in ("_multisect", "_gallop", "_bisect"):
         monkeypatch.setattr(vector, name, counted(name))
     guided = evaluate_many(el, exact, grid)
-    assert ("_gallop" in walked) == (slope > 0)
-    assert walked.count("_bisect") >= (2 if slope < 0 else 1)  # the groups' own search, then below the guesses
+    assert "_multisect" in walked  # the groups' own search
+    assert ("_gallop" in walked) == (slope > 0)  # up from the guesses
+    assert ("_bisect" in walked) == (slope < 0)  # below them
     monkeypatch.setattr(vector, "_guided", lambda *args: None)
     plain = evaluate_many(el, exact, grid)
     for node in ("b.n", "b.cost", "b.after"):
         a, b = np.broadcast_to(guided[node], caps.size), np.broadcast_to(plain[node], caps.size)
         assert np.array_equal(a, b, equal_nan=True), node
+    # a pass that keeps only what follows the search still reads the trial values it needs
+    monkeypatch.undo()
+    kept = evaluate_many(el, exact, grid, keep={"b.after"})
+    assert set(kept) == {"b.after"} and np.array_equal(kept["b.after"], plain["b.after"], equal_nan=True)
     with np.errstate(invalid="ignore"):
         closed = np.floor((grid["b.budget"] - grid["b.cap"] * grid["b.slope"]) / 0.001 + 1e-9)
     want = np.where(closed >= 1, np.minimum(closed, grid["b.cap"]), np.nan)
