@@ -214,11 +214,12 @@ BATCH_NOTE = "the planned batch: the admission cap to set"
 
 def _context(d: _Deployment, flag: Flag, name: str) -> Flag:
     """The context window flag, with what it costs: the requests whose prompt alone is longer are
-    refused (`refused_share`, from the lognormal prompt lengths), when they are one in 10,000 or more."""
+    refused (`refused_share`, from the lognormal prompt lengths), when the stdlib states them
+    (`refuses_requests`: one in 10,000 or more, as its findings do)."""
     share_id = d.id("refused_share")
     share = d.value(share_id)
     note = "the context the KV cache is sized for"
-    if share is None or not share >= 1e-4:
+    if share is None or not d.value(d.id("refuses_requests")):
         return _named(flag, name, note)
     return Flag(name, flag.value, flag.quantity, (*flag.quantities, share_id),
                 f"{note}, and refuses longer prompts: {share * 100:.3g} % of requests, {share_id}")

@@ -257,6 +257,25 @@ def test_flags_of_the_flagship_trace_every_value_to_its_quantity() -> None:
     assert run("flags", str(EXAMPLE))[1] == out  # deterministic
 
 
+def test_the_refusals_are_stated_from_one_threshold_of_the_stdlib(tmp_path: Path) -> None:
+    """`refusals_stated` decides both whether the context window's flag names the refused share and
+    which long-context finding the document states: raised above the flagship's 0.649 %, neither
+    mentions refusals; at its default, both do."""
+    from planc.pipeline import compile_plan
+
+    raised = tmp_path / "raised.plan"
+    raised.write_text(EXAMPLE.read_text().replace("deployment chat {\n", "deployment chat {\n  refusals_stated = 0.01\n", 1))
+    for plan, stated in ((EXAMPLE, True), (raised, False)):
+        out = run("flags", str(plan))[1]
+        window = next(line for line in out.splitlines() if line.strip().startswith("--max-model-len"))
+        assert ("refuses longer prompts" in window) == stated, window
+        lowered = compile_plan(plan).lowered
+        assert lowered is not None and bool(lowered.values["chat.refuses_requests"]) == stated
+        said = " ".join(" ".join(str(p) for p in f.finding.parts if isinstance(p, str)) for f in lowered.findings)
+        assert ("route those to a pool of their own rather than turn them away" in said) == stated
+        assert ("or route longer requests to a pool of their own" in said) == (not stated)
+
+
 def test_flags_values_are_the_compiled_values(tmp_path: Path) -> None:
     from planc.flags import decimal
     from planc.pipeline import compile_plan
