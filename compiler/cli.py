@@ -114,7 +114,7 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
                                "-o FILE (HTML and PDF carry their figures inline)")
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     progress(f"compiling {plan_file}")
-    result = compile_plan(plan_file, report=True)
+    result = compile_plan(plan_file, report=True, progress=progress)
     show_diagnostics(result, diag_fmt)
     if not result.ok:  # no report: 2 for an invalid plan, 1 for a well-formed one the physics cannot meet
         sys.exit(result.exit_code)
@@ -209,12 +209,12 @@ def check(plan_files: tuple[Path, ...], fmt: str, diag_fmt: str | None) -> None:
     if fmt == "json":
         if len(plan_files) != 1:
             raise click.UsageError("--format json checks one FILE: its document describes one plan")
-        result = compile_plan(plan_files[0])
+        result = compile_plan(plan_files[0], progress=progress)
         if diag_fmt is not None:
             show_diagnostics(result, diag_fmt)
         _check_json(result)
         sys.exit(result.exit_code)
-    sys.exit(max(_check_text(compile_plan(path), diag_fmt or "human") for path in plan_files))
+    sys.exit(max(_check_text(compile_plan(path, progress=progress), diag_fmt or "human") for path in plan_files))
 
 
 def _check_text(result: Compilation, diag_fmt: str) -> int:

@@ -72,11 +72,12 @@ class Compilation:
 
 
 def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path, str] | None = None,
-                 report: bool = False) -> Compilation:
+                 report: bool = False, progress: Callable[[str], None] | None = None) -> Compilation:
     """`texts`: real paths to text that stands in for those files on disk (the language
     server's unsaved buffers). `report`: a document will be rendered from the result, so the
     levers it prices start at once, in a second process when there is one, while the questions
-    are answered (the same prices either way)."""
+    are answered (the same prices either way). `progress` is told of a step that can take over a
+    second (the CLI prints it on a terminal)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
     result = Compilation(shown)
@@ -93,8 +94,8 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
-                result.answers, result.sensitivities, result.bindings, result._levers = answer(program, lowered, sink,
-                                                                                               price_ahead=report)
+                result.answers, result.sensitivities, result.bindings, result._levers = answer(
+                    program, lowered, sink, price_ahead=report, progress=progress)
             if not sink.has_errors and any(n.interval for n in elaborated.nodes.values()):
                 from .uncertainty import propagate
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -116,6 +117,25 @@ def test_search_minimises_subject_to_constraints(compile_text: Callable[[str], C
     feasible = [r for r in table.rows if r[1][1] == ""]
     assert feasible and feasible[0][1][0] == min(r[1][0] for r in feasible)
     assert table.axes == ["tensor_parallel", "batch"]
+
+
+def test_a_large_search_says_so_as_it_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 17: progress for a step that can take over a second. A search of at least
+    PROGRESS_CONFIGURATIONS configurations tells the compile's `progress` how many, counting the
+    static axes; a smaller one stays quiet. (The threshold is lowered here so that the test's
+    search stays small.)"""
+    from planc.pipeline import compile_plan
+    from planc.solve import search
+
+    text = plan("search d over weights in [bf16, fp8], tensor_parallel in [2, 4, 8], batch in 8 .. 256 log2 "
+                "minimize cost_per_month subject to d.tpot_worst <= 30 ms")
+    path = tmp_path / "p.plan"
+    path.write_text(text)
+    for threshold, said in ((36, ["searching 36 configurations"]), (37, [])):
+        monkeypatch.setattr(search, "PROGRESS_CONFIGURATIONS", threshold)
+        heard: list[str] = []
+        compile_plan(path, progress=heard.append)
+        assert heard == said
 
 
 def test_a_pareto_axis_that_is_the_objective_is_not_repeated(compile_text: Callable[[str], Compilation]) -> None:

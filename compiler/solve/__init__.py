@@ -3,7 +3,7 @@ equation for an unknown, scenarios, comparisons, sweeps, searches — and the se
 the headline numbers.
 
 Contract
-- `answer(program, lowered, sink) -> (answers, sensitivities, bindings, levers)` runs after
+- `answer(program, lowered, sink, progress=) -> (answers, sensitivities, bindings, levers)` runs after
   lowering: the answers in question order, the elasticities of each summary item, the
   `max`/`min` choices behind the headline (the first summary item), and a function that prices
   every lever that applies (the plan's, then its kinds'; called by the report, not by a check)
@@ -36,11 +36,15 @@ __all__ = ["Answer", "AskAnswer", "Choice", "LeverAnswer", "Limit", "Sensitivity
            "TableAnswer", "answer"]
 
 
-def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool = False
+def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool = False,
+           progress: Callable[[str], None] | None = None
            ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]]]:
     """`price_ahead`: a report will read the levers, so their pricing starts now, in a second
-    process when there is one (`jobs.ahead`), while this one answers the questions."""
+    process when there is one (`jobs.ahead`), while this one answers the questions. `progress`
+    is told of a step that can take over a second (a search of many configurations)."""
     solver = Solver(program, lowered, sink)
+    if progress is not None:
+        solver.progress = progress
     levers: Callable[[], list[LeverAnswer]] = solver.levers
     if price_ahead and lowered.elaborated.summary and lowered.levers:
         prices = ahead(solver.lever_prices)

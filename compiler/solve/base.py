@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .. import diagnostics as dx
@@ -55,6 +56,7 @@ class SolverBase:
         self.sink = sink
         self.nodes = lowered.elaborated.nodes
         self._variants: dict[tuple[Any, ...], Lowered | None] = {}
+        self.progress: Callable[[str], None] = lambda step: None  # told of a step that can take over a second
 
     def variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
         """The plan with some definitions replaced, evaluated (memoised: a comparison, a search

@@ -20,6 +20,9 @@ from .answers import TableAnswer
 from .base import SolverBase
 from .literals import is_neg_number, label_of, literal_value, static_label
 
+PROGRESS_CONFIGURATIONS = 100_000
+"""A search of this many configurations or more says so as it starts (about a second on 2 cores)."""
+
 
 class Searches(SolverBase):
     def search(self, q: ir.Search) -> TableAnswer | None:
@@ -35,6 +38,9 @@ class Searches(SolverBase):
             return None
         static_axes, numeric_axes = axes
         shape = tuple(len(p) for _, p in numeric_axes)
+        total = math.prod(shape) * math.prod(len(p) for _, p in static_axes)
+        if total >= PROGRESS_CONFIGURATIONS:
+            self.progress(f"searching {total:,} configurations")
         blocks: list[tuple[tuple[ast.Expr, ...], Any, Any, Any, list[Any]]] = []
         for static_combo in itertools.product(*(p for _, p in static_axes)):
             overrides = {t: v for (t, _), v in zip(static_axes, static_combo)}
