@@ -154,9 +154,11 @@ def sympy_op(op: str, a: list[Any]) -> Any:
     return table[op]()
 
 
-def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None) -> Lowered:
+def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None, remedies: bool = True) -> Lowered:
     """`reuse`: an evaluated plan this one is a variant of; a node with the same formula over
-    unchanged inputs keeps its value instead of being evaluated again."""
+    unchanged inputs keeps its value instead of being evaluated again. `remedies`: an infeasible
+    plan's diagnostics search for the inputs that would fix it (`remedy.py`); a variant whose
+    diagnostics only say why it is not a valid plan (a lever, a question's variant) skips that."""
     out = Lowered(elaborated)
     failed: set[str] = set()
     changed: set[str] = set()
@@ -185,10 +187,10 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     # An impossible input (zero users) explains the divisions by zero downstream: report the
     # requirement, and the evaluation problems only when no requirement failed.
     _advisories(out, failed, sink)
-    if _whole_numbers(out, sink) | _requirements(out, failed, sink):
+    if _whole_numbers(out, sink) | _requirements(out, failed, sink, remedies):
         return out
     for node, problem in problems:
-        sink.add(_diagnostic(node.id, node.decl_span, problem, elaborated, out))
+        sink.add(_diagnostic(node.id, node.decl_span, problem, elaborated, out if remedies else None))
     if failed:
         return out
     for check in elaborated.checks:
@@ -331,7 +333,7 @@ def _whole_numbers(out: Lowered, sink: dx.Sink) -> bool:
     return bad
 
 
-def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
+def _requirements(out: Lowered, failed: set[str], sink: dx.Sink, remedies: bool = True) -> bool:
     """Report every failed requirement whose inputs evaluated; True if any failed. One on the
     values of one thing (a utilisation above 100 %, a negative memory) is an invalid value
     (E0404); one on a combination of things (these weights on this accelerator, this TP for this
@@ -339,7 +341,7 @@ def _requirements(out: Lowered, failed: set[str], sink: dx.Sink) -> bool:
     comparison that fails and the inputs that would make it hold."""
     return _clauses(out.elaborated.requirements, out, failed, sink, dx.IMPOSSIBLE_VALUE, "this value",
                     "requirement failed", "required here", "change the value so that the requirement holds",
-                    physics=dx.INFEASIBLE_PLAN)
+                    physics=dx.INFEASIBLE_PLAN, propose=remedies)
 
 
 def _advisories(out: Lowered, failed: set[str], sink: dx.Sink) -> None:
@@ -349,7 +351,8 @@ def _advisories(out: Lowered, failed: set[str], sink: dx.Sink) -> None:
 
 
 def _clauses(clauses: list[ir.Requirement], out: Lowered, failed: set[str], sink: dx.Sink, code: dx.Code,
-             label: str, default: str, where: str, help: str, physics: dx.Code | None = None) -> bool:
+             label: str, default: str, where: str, help: str, physics: dx.Code | None = None,
+             propose: bool = True) -> bool:
     """A diagnostic at the user's line for every clause whose inputs evaluated and that does not
     hold, with both sides; True if any did not. With `physics`, a clause on derived quantities
     gets that code, the sides of the comparison inside it that fails, and the remedies."""
@@ -384,7 +387,7 @@ def _clauses(clauses: list[ir.Requirement], out: Lowered, failed: set[str], sink
             sink.add(code.at(req.blame, label, message=f"{req.message or default} in `{req.instance}`",
                              secondary=[dx.Label(req.span, where)], notes=notes, help=help))
             continue
-        fixes = remedies(out, req.expr)
+        fixes = remedies(out, req.expr) if propose else []
         fix = ("it holds with " + ", or ".join(fixes) + " (each alone, the others as they are)") if fixes else \
             "no single input of the plan makes it hold: change the model, the accelerator or the precision"
         sink.add(physics.at(req.blame, "the plan cannot meet this", message=f"{req.message or default} in `{req.instance}`",

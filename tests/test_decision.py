@@ -265,6 +265,9 @@ def test_the_flagships_levers_match_the_plan_computed_with_each(compile_text: Ca
     assert sum("INT4" in label for label in rows) == 1  # the plan's own INT4 lever stands for the stdlib's
     assert rows["INT4 weights (W4A16), by QAT"].effect > 0  # more devices: W4A16 prefills at the BF16 peak
     assert rows["static batching instead of continuous"].checks.startswith("not a valid plan: no value of `batch`")
+    # and why, with both sides: one sequence's batch already misses the p99 TTFT (it waits for a whole batch)
+    why = re.search(r"`ttft_tail <= ttft_slo` fails there: ([0-9.]+) s against 800 ms$", rows["static batching instead of continuous"].checks)
+    assert why is not None and float(why.group(1)) > 0.8
     # the FP8 KV row is the plan compiled with FP8 KV, and a plan that has it is not offered it
     text = FLAGSHIP.read_text(encoding="utf-8").replace("  weights = fp8\n", "  weights = fp8\n  kv = fp8\n")
     c = compile_text(text)

@@ -74,7 +74,7 @@ class SolverBase:
     def _build_variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
         sink = dx.Sink()
         elaborated = self._substituted(overrides) or elaborate_variant(self.program, sink, overrides, base=self.base.elaborated)
-        lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
+        lowered = lower(elaborated, sink, reuse=self.base, remedies=False) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             first = next(d for d in sink.items if d.is_error)
             if first.primary is not None and within(first.primary.span, span):  # already at the question's own value (E0409 on `2.5`)

@@ -139,8 +139,9 @@ class Sensitivities(SolverBase):
         # only the summary and the checks are read: a re-elaboration builds just what they need
         base = self.base.elaborated
         elaborated = self._substituted(overrides) or elaborate_variant(self.program, sink, overrides, lean=True, base=base)
-        lowered = lower(elaborated, sink, reuse=self.base) if not sink.has_errors else None
-        if lowered is None or sink.has_errors:
-            return None, next(d.message for d in sink.items if d.is_error)
+        lowered = lower(elaborated, sink, reuse=self.base, remedies=False) if not sink.has_errors else None
+        if lowered is None or sink.has_errors:  # why, with the first note's numbers (what fails, both sides)
+            first = next(d for d in sink.items if d.is_error)
+            return None, first.message + (f": {first.notes[0]}" if first.notes else "")
         return lowered, ""
 
