@@ -9,15 +9,15 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '14,168 devices',
-    'chat.tpot': '39.76 ms',
-    'chat.cost_per_month': '25,870,000 USD/month',
-    'chat.replicas': '3,536',
-    'chat.burst_replicas': '3,395',
-    'chat.batch': '122',
+    'chat.devices': '14,988 devices',
+    'chat.tpot': '39.98 ms',
+    'chat.cost_per_month': '27,370,000 USD/month',
+    'chat.replicas': '3,741',
+    'chat.burst_replicas': '3,591',
+    'chat.batch': '116',
     'chat.refused_share': '0.006485',
-    'chat.devices@peak_factor=2.5': '11,808 devices',
-    'chat.replicas@peak_factor=2.5': '2,947',
+    'chat.devices@peak_factor=2.5': '12,488 devices',
+    'chat.replicas@peak_factor=2.5': '3,117',
     'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 

@@ -119,6 +119,16 @@ def test_search_minimises_subject_to_constraints(compile_text: Callable[[str], C
     assert table.axes == ["tensor_parallel", "batch"]
 
 
+def test_a_threshold_crossed_on_one_side_has_no_elasticity(compile_text: Callable[[str], Compilation]) -> None:
+    """A 1 % nudge of `x` crosses the threshold up and not down: a step, not an elasticity (the
+    sides differ by more than 2/3 of the larger; whole-number answers that move one step one way
+    and two the other stay, as the flagship's batch does for its TPOT SLO)."""
+    c = compile_text('kind box "toy" {\n  input x: count = 10.05 "near a threshold"\n  input z: count = 3 "a scale"\n'
+                     '  derive y: count = (if x < 10 then 2 else 1) * z "a step in x"\n}\nbox b { }\nsummary b.y\n')
+    (y,) = [s for s in c.sensitivities if s.target == "b.y"]
+    assert dict(y.entries) == pytest.approx({"b.z": 1.0})
+
+
 def test_a_large_search_says_so_as_it_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 17: progress for a step that can take over a second. A search of at least
     PROGRESS_CONFIGURATIONS configurations tells the compile's `progress` how many, counting the

@@ -243,3 +243,45 @@ def test_each_experts_tokens_fill_whole_tiles(compile_text: Callable[[str], Comp
     # at batch 1 the token's two experts each get one row
     one = values(compile_text(plan("mixtral-8x7b", batch=1, tp=2), name="b1.plan"))
     assert one["d.experts_touched"] == Fraction(1, 4) and one["d.expert_rows"] == 1
+
+
+# NCCL AllReduce (NVLS) on 8 × H100 80GB HBM3, NCCL 2.18.5: bus bandwidth by message size, the
+# published table the catalog's h100_sxm.allreduce_* come from
+# (github:Azure/AI-benchmarking-guide@f350e7e65b82cfcb9220b32b582bc34342d9c1a6:Azure Results/ND_H100_v5_results.md)
+H100_NCCL_BUSBW = {8 << 20: 172.13e9, 32 << 20: 295.53e9, 128 << 20: 400.61e9, 1 << 30: 466.35e9}
+
+
+def test_an_nccl_all_reduce_takes_the_time_the_published_curve_gives(compile_text: Callable[[str], Compilation]) -> None:
+    """Llama-3.1-70B (8,192 wide, BF16 activations) at TP 8 on H100 through NCCL (gpt-fast's
+    engine): an iteration of r rows all-reduces r × 16 KiB. From 8 MiB up the model's time is
+    within 10 % of the measured one (2(n−1)/n of the message over the measured bus bandwidth),
+    where a latency plus the link's rate was 26 % fast at 32 MiB and 30 % at 8 MiB."""
+    import numpy as np
+    from planc.vector import evaluate_many
+
+    c = compile_text(plan(model="llama-3.1-70b", tp=8, engine="pytorch"))
+    el, exact = c.lowered.elaborated, values(c)  # type: ignore[union-attr]
+    sizes = np.array(sorted(H100_NCCL_BUSBW), dtype=float)
+    got = evaluate_many(el, exact, {"d.decode_sequences": sizes / (8192 * 2)})
+    assert np.array_equal(got["d.allreduce_message"], sizes)
+    measured = np.array([1.75 * s / H100_NCCL_BUSBW[int(s)] for s in sizes])
+    assert np.all(np.abs(got["d.allreduce_time"] / measured - 1) < 0.10), got["d.allreduce_time"] / measured
+    old = 27e-6 + 1.75 * sizes / 450e9  # the model before: a small message's latency, then the link's rate
+    assert old[1] / measured[1] < 0.8 and old[0] / measured[0] < 0.75
+
+
+def test_the_engines_own_all_reduce_takes_messages_up_to_its_limit(compile_text: Callable[[str], Compilation]) -> None:
+    """vLLM's kernel takes up to 8 MiB (its `max_size`): a decode batch of 64 on Llama-3.1-70B
+    (1 MiB) pays its 9 µs latency and the link's rate; a 2,048-token chunk (32 MiB) goes
+    through NCCL, with NCCL's latency, bus bandwidth and ramp."""
+    import numpy as np
+    from planc.vector import evaluate_many
+
+    c = compile_text(plan(model="llama-3.1-70b", tp=8, engine="vllm"))
+    el, exact = c.lowered.elaborated, values(c)  # type: ignore[union-attr]
+    got = evaluate_many(el, exact, {"d.decode_sequences": np.array([64.0, 2048.0])})
+    assert got["d.custom_allreduce_used"].tolist() == [True, False]
+    small, large = got["d.allreduce_time"]
+    assert small == pytest.approx(9e-6 + 1.75 * (1 << 20) / 450e9)
+    ramp = 1.75 * 17.75e6 / 478.87e9 * (32 << 20) / ((32 << 20) + 17.75e6)
+    assert large == pytest.approx(27e-6 + 1.75 * (32 << 20) / 478.87e9 + ramp)

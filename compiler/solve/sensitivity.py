@@ -77,8 +77,14 @@ class Sensitivities(SolverBase):
                     continue
                 up = math.log(abs(y[2 * j]) + 1e-300) - math.log(abs(base_y))
                 down = math.log(abs(base_y)) - math.log(abs(y[2 * j + 1]) + 1e-300)
-                if abs(up - down) > 0.5 * max(abs(up), abs(down)) + 1e-9:
-                    continue  # a step (ceil, a threshold) at this point: no meaningful elasticity
+                # a step (a ceiling, a threshold) at this point: one side moves, the other not or
+                # the other way (then they differ by more than 2/3 of the larger), so no
+                # meaningful elasticity. A whole-number search answer (the running batch, ~100
+                # sequences) moves by whole steps, one on one side and two on the other for the
+                # same 1 % nudge: sides within a factor 3 of each other are its quantisation, and
+                # their mean is the elasticity
+                if abs(up - down) > 2 / 3 * max(abs(up), abs(down)) + 1e-9:
+                    continue
                 e = (up + down) / (math.log(1 + h) - math.log(1 - h))
                 if abs(e) > 1e-6:
                     entries.append((n, e))
