@@ -144,34 +144,39 @@ def largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -
                           else "the range is empty")
         error.var = free.text  # type: ignore[attr-defined]
         if high >= low:  # what fails at the range's start, with both sides: what the user must relax
-            trial = dict(values)
-            trial[free.node] = at(low)
-            for n in trials:
-                try:
-                    trial[n] = evaluate_node(elaborated, n, trial)
-                except EvalError:
-                    trial.pop(n, None)
-            error.parts = [r for r in condition_parts(elaborated, cond, trial) if r[1] is not True]  # type: ignore[attr-defined]
+            error.parts = [r for r in condition_parts(elaborated, node_id, values, at(low))  # type: ignore[attr-defined]
+                           if r[1] is not True]
         raise error
     if found != high:
         holds(found)  # the trial nodes at the answer: the last trial was the value beyond it
     return at(found)  # type: ignore[no-any-return]
 
 
-def condition_parts(elaborated: ir.Elaborated, cond: ir.Expr, values: dict[str, Value]
+def condition_parts(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value], value: Value
                     ) -> list[tuple[ir.Expr, bool | None, Value | None, Value | None]]:
-    """The parts of a search's condition (`ir.conjuncts`) at these values: each with whether it
-    holds (None: no value) and, for a comparison, both its sides."""
+    """The parts of a search's condition (`ir.conjuncts`) with its variable at `value`, its trial
+    nodes evaluated there on a copy of `values`: each part with whether it holds (None: no value)
+    and, for a comparison, both its sides."""
+    expr = elaborated.nodes[node_id].expr
+    assert isinstance(expr, ir.Op) and isinstance(expr.args[0], ir.Ref)
+    cond = expr.args[3]
+    trial = dict(values)
+    trial[expr.args[0].node] = value
+    for n in ir.trial_nodes(elaborated, node_id):
+        try:
+            trial[n] = evaluate_node(elaborated, n, trial)
+        except EvalError:
+            trial.pop(n, None)
     rows = []
     for part in ir.conjuncts(elaborated, cond):
         try:
-            holds: bool | None = bool(evaluate(part, values))
+            holds: bool | None = bool(evaluate(part, trial))
         except (EvalError, KeyError):
             holds = None
         left = right = None
         if isinstance(part, ir.Op) and part.op in _CMP:
             with contextlib.suppress(EvalError, KeyError):
-                left, right = (evaluate(a, values) for a in part.args)
+                left, right = (evaluate(a, trial) for a in part.args)
         rows.append((part, holds, left, right))
     return rows
 
@@ -227,20 +232,12 @@ def search_bounds(elaborated: ir.Elaborated, node_id: str, values: dict[str, Val
     it holds there and both its sides. `(None, [])` when the answer is the range's end."""
     expr = elaborated.nodes[node_id].expr
     assert isinstance(expr, ir.Op)
-    free, _, high_expr, cond, step_expr = expr.args
-    assert isinstance(free, ir.Ref)
+    _, _, high_expr, _, step_expr = expr.args
     answer, step = values[node_id], evaluate(step_expr, values)
     beyond = answer + step
     if beyond > evaluate(high_expr, values):
         return None, []
-    trial = dict(values)
-    trial[free.node] = beyond
-    for n in ir.trial_nodes(elaborated, node_id):
-        try:
-            trial[n] = evaluate_node(elaborated, n, trial)
-        except EvalError:
-            trial.pop(n, None)
-    rows = condition_parts(elaborated, cond, trial)
+    rows = condition_parts(elaborated, node_id, values, beyond)
     rows.sort(key=lambda r: r[1] is not False)  # what fails beyond the answer first
     return beyond, rows
 
