@@ -245,43 +245,51 @@ def test_each_experts_tokens_fill_whole_tiles(compile_text: Callable[[str], Comp
     assert one["d.experts_touched"] == Fraction(1, 4) and one["d.expert_rows"] == 1
 
 
-# NCCL AllReduce (NVLS) on 8 × H100 80GB HBM3, NCCL 2.18.5: bus bandwidth by message size, the
-# published table the catalog's h100_sxm.allreduce_* come from
-# (github:Azure/AI-benchmarking-guide@f350e7e65b82cfcb9220b32b582bc34342d9c1a6:Azure Results/ND_H100_v5_results.md)
-H100_NCCL_BUSBW = {8 << 20: 172.13e9, 32 << 20: 295.53e9, 128 << 20: 400.61e9, 1 << 30: 466.35e9}
+# NCCL AllReduce over 8 devices: bus bandwidth by message size, the published tables the catalog's
+# allreduce_* fields come from (github:Azure/AI-benchmarking-guide, Azure_Results/ND_*_results.md,
+# "NCCL Bandwidth": H100 NCCL 2.18.5 @f350e7e6, H200 NCCL 2.20.5 @7f20e5fa, A100 NCCL 2.18.5 @3bb66cac)
+NCCL_BUSBW = {
+    "h100-sxm": {8 << 20: 172.13e9, 32 << 20: 295.53e9, 128 << 20: 400.61e9, 1 << 30: 466.35e9},
+    "h200": {8 << 20: 181.94e9, 32 << 20: 300.91e9, 128 << 20: 412.45e9, 1 << 30: 467.58e9},
+    "a100-80gb": {8 << 20: 89.99e9, 32 << 20: 132.77e9, 128 << 20: 174.18e9, 1 << 30: 228.10e9},
+}
 
 
-def test_an_nccl_all_reduce_takes_the_time_the_published_curve_gives(compile_text: Callable[[str], Compilation]) -> None:
-    """Llama-3.1-70B (8,192 wide, BF16 activations) at TP 8 on H100 through NCCL (gpt-fast's
-    engine): an iteration of r rows all-reduces r × 16 KiB. From 8 MiB up the model's time is
-    within 10 % of the measured one (2(n−1)/n of the message over the measured bus bandwidth),
-    where a latency plus the link's rate was 26 % fast at 32 MiB and 30 % at 8 MiB."""
+@pytest.mark.parametrize("gpu", sorted(NCCL_BUSBW))
+def test_an_nccl_all_reduce_takes_the_time_the_published_curve_gives(compile_text: Callable[[str], Compilation],
+                                                                    gpu: str) -> None:
+    """Llama-3.1-70B (8,192 wide, BF16 activations) at TP 8 through NCCL (gpt-fast's engine): an
+    iteration of r rows all-reduces r × 16 KiB. From 8 MiB up the model's time is within 12 % of
+    the measured one (2(n−1)/n of the message over the measured bus bandwidth); on H100 a latency
+    plus the link's rate, the model before, was 30 % fast at 8 MiB and 21 % at 32 MiB."""
     import numpy as np
     from planc.vector import evaluate_many
 
-    c = compile_text(plan(model="llama-3.1-70b", tp=8, engine="pytorch"))
+    table = NCCL_BUSBW[gpu]
+    c = compile_text(plan(model="llama-3.1-70b", gpu=gpu, tp=8, engine="pytorch"))
     el, exact = c.lowered.elaborated, values(c)  # type: ignore[union-attr]
-    sizes = np.array(sorted(H100_NCCL_BUSBW), dtype=float)
+    sizes = np.array(sorted(table), dtype=float)
     got = evaluate_many(el, exact, {"d.decode_sequences": sizes / (8192 * 2)})
     assert np.array_equal(got["d.allreduce_message"], sizes)
-    measured = np.array([1.75 * s / H100_NCCL_BUSBW[int(s)] for s in sizes])
-    assert np.all(np.abs(got["d.allreduce_time"] / measured - 1) < 0.10), got["d.allreduce_time"] / measured
-    old = 27e-6 + 1.75 * sizes / 450e9  # the model before: a small message's latency, then the link's rate
-    assert old[1] / measured[1] < 0.8 and old[0] / measured[0] < 0.75
+    measured = np.array([1.75 * s / table[int(s)] for s in sizes])
+    assert np.all(np.abs(got["d.allreduce_time"] / measured - 1) < 0.12), got["d.allreduce_time"] / measured
+    if gpu == "h100-sxm":
+        old = 27e-6 + 1.75 * sizes / 450e9
+        assert old[1] / measured[1] < 0.8 and old[0] / measured[0] < 0.75
 
 
 def test_the_engines_own_all_reduce_takes_messages_up_to_its_limit(compile_text: Callable[[str], Compilation]) -> None:
-    """vLLM's kernel takes up to 8 MiB (its `max_size`): a decode batch of 64 on Llama-3.1-70B
-    (1 MiB) pays its 9 µs latency and the link's rate; a 2,048-token chunk (32 MiB) goes
-    through NCCL, with NCCL's latency, bus bandwidth and ramp."""
+    """vLLM's kernel takes messages below 8 MiB (its `max_size`): a decode batch of 64 on
+    Llama-3.1-70B (1 MiB) pays its 9 µs latency and the link's rate; 512 rows (8 MiB exactly)
+    and a 2,048-token chunk (32 MiB) go through NCCL, with NCCL's latency, bus bandwidth and ramp."""
     import numpy as np
     from planc.vector import evaluate_many
 
     c = compile_text(plan(model="llama-3.1-70b", tp=8, engine="vllm"))
     el, exact = c.lowered.elaborated, values(c)  # type: ignore[union-attr]
-    got = evaluate_many(el, exact, {"d.decode_sequences": np.array([64.0, 2048.0])})
-    assert got["d.custom_allreduce_used"].tolist() == [True, False]
-    small, large = got["d.allreduce_time"]
+    got = evaluate_many(el, exact, {"d.decode_sequences": np.array([64.0, 512.0, 2048.0])})
+    assert got["d.custom_allreduce_used"].tolist() == [True, False, False]
+    small, _, large = got["d.allreduce_time"]
     assert small == pytest.approx(9e-6 + 1.75 * (1 << 20) / 450e9)
     ramp = 1.75 * 17.75e6 / 478.87e9 * (32 << 20) / ((32 << 20) + 17.75e6)
     assert large == pytest.approx(27e-6 + 1.75 * (32 << 20) / 478.87e9 + ramp)
