@@ -14,6 +14,10 @@ A `largest(x, low, high, condition)` is answered at every point by `_largest`: o
 point of the `fixed` values it reads (`_search_once_per_group`), guided from one point per group
 when the points differ mostly in `high` (`_guided`), else by bisection, one pass over its trial
 nodes per step (`_bisect`). All three give the bisection's answers under `largest`'s contract.
+The search leaves its trial nodes at its answer, where they hold what the plan's own nodes
+downstream of it hold (`ir.search_aliases`: `chat@batch@step_time.gemm_time` is
+`chat@step_time.gemm_time` at the running batch), so the pass reads those off the trials and
+computes them only at the points where the search has no answer (`Answered`).
 
 The IR is evaluated directly (the same tree the exact evaluator and the sympy form come from);
 `tests/test_vector.py` checks that it agrees with the exact evaluator.
@@ -64,6 +68,7 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
     varying: set[str] = set(fixed)
     trials = ir.all_trial_nodes(elaborated)  # evaluated by their search, at each value it tries
     sources = frozenset(fixed)  # every value that varies is a function of these
+    answered: dict[str, Answered] = {}  # the plan's nodes a search's trials hold at its answer
     with np.errstate(all="ignore"):
         for node_id in elaborated.order:
             if only is not None and node_id not in only:
@@ -82,10 +87,75 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             if node_id not in base and not any(d in varying for d in node.deps):
                 values[node_id] = np.nan  # failed in the base plan and unaffected by what varies
                 continue
-            values[node_id] = (_largest(elaborated, node_id, values, ops, sources=sources, keep=keep) if ir.is_search(node.expr)
-                               else _evaluate(node.expr, values, ops))
             varying.add(node_id)
+            if node_id in answered:
+                answered[node_id].take(node_id, node, values, ops)
+            elif ir.is_search(node.expr):
+                pairs = _pairs(elaborated, node_id, only, keep)
+                spread = None if keep is None else keep | {t for p, (t, whole) in pairs.items() if whole}
+                values[node_id] = _largest(elaborated, node_id, values, ops, sources=sources, keep=spread)
+                answered.update(Answered.of(pairs, values, node_id))
+            else:
+                values[node_id] = _evaluate(node.expr, values, ops)
     return values if keep is None else {k: v for k, v in values.items() if k in keep}
+
+
+def _pairs(elaborated: ir.Elaborated, node_id: str, only: set[str] | None,
+           keep: set[str] | None) -> dict[str, tuple[str, bool]]:
+    """The plan's nodes of this pass that a search's trials hold at its answer
+    (`ir.search_aliases`): plan node → (trial node, whether the pass needs the plan node at
+    every point — it is kept, or read by a node of the pass that is not one of them — rather
+    than only where the search has no answer, to compute others of them there)."""
+    pairs = {p: t for p, t in ir.search_aliases(elaborated, node_id).items() if only is None or p in only}
+    if keep is None:
+        return {p: (t, True) for p, t in pairs.items()}
+    read = {d for n in (elaborated.order if only is None else only) if n not in pairs for d in elaborated.nodes[n].deps}
+    return {p: (t, p in keep or p in read) for p, t in pairs.items()}
+
+
+@dataclass
+class Answered:
+    """The plan's nodes one search's trials hold at its answer, taken from them rather than
+    computed a second time: at the points where the search has an answer each is its trial
+    node's value (`ir.search_aliases` proves the two equal there); at the few where it has none
+    (NaN: even `low` fails, and the trials were left at `low`) each is computed from its formula
+    on those points only, as the pass would have computed it. A node the pass reads only through
+    others of them is computed at those points alone (`whole` False)."""
+
+    pairs: dict[str, tuple[str, bool]]
+    missing: Array  # the points where the search has no answer
+    n: int
+    at_missing: dict[str, Array]
+
+    @staticmethod
+    def of(pairs: dict[str, tuple[str, bool]], values: dict[str, Array], node_id: str) -> dict[str, Answered]:
+        """The pairs, where the search has an answer at most of the points and left its trial
+        values at every point (else the pass computes the plan's nodes itself)."""
+        answer = values[node_id]
+        if not pairs or np.ndim(answer) != 1:
+            return {}
+        n = np.size(answer)
+        missing = np.flatnonzero(np.isnan(answer))
+        if 2 * missing.size > n or any(whole and t not in values for t, whole in pairs.values()):
+            return {}
+        shared = Answered(pairs, missing, n, {})
+        return {p: shared for p in pairs}
+
+    def take(self, node_id: str, node: ir.Node, values: dict[str, Array], ops: dict[str, Callable[[list[Array]], Array]]) -> None:
+        trial, whole = self.pairs[node_id]
+        there = None
+        if self.missing.size:
+            at = {d: self.at_missing[d] if d in self.at_missing
+                  else values[d][self.missing] if np.ndim(values[d]) == 1 and np.size(values[d]) == self.n else values[d]
+                  for d in node.deps}
+            there = self.at_missing[node_id] = _evaluate(node.expr, at, ops)
+        if not whole:
+            return
+        value = values[trial]
+        if there is not None:
+            value = np.array(np.broadcast_to(value, (self.n,)))
+            value[self.missing] = there
+        values[node_id] = value
 
 
 def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],

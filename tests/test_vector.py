@@ -201,3 +201,52 @@ def test_a_large_grid_keeps_only_what_the_caller_reads() -> None:
     alone = evaluate_many(el, exact, {"chat.utilization_target": targets[[0, CHUNK, -1]]})
     assert np.array_equal(np.broadcast_to(kept["chat.devices"], targets.shape)[[0, CHUNK, -1]], alone["chat.devices"])
     assert float(np.broadcast_to(kept["chat.batch"], targets.shape)[-1]) == float(exact["chat.batch"])
+
+
+ANSWERED = """
+kind box "a toy whose search's trials hold the plan's quantities at its answer" {
+  input cap: count = 100 "the range's upper end"
+  input budget: s = 100 ms "what an item may cost"
+  input slope: s = 0 ms "what the upper end adds to the cost"
+  input n: count = largest(n, 1, cap, cost <= budget) "items the budget allows"
+  derive raw: s = n * 1 ms "read by the cost only"
+  derive cost: s = if n >= 1 then raw + cap * slope else 0 ms "nothing where no item fits"
+  derive after: s = cost * 2 "read after the search"
+}
+box b { }
+"""
+
+
+@pytest.mark.parametrize("keep", [None, {"b.after"}, {"b.cost", "b.raw"}])
+def test_the_plans_quantities_at_a_search_answer_are_read_off_its_trials(
+        compile_text: Callable[[str], Compilation], monkeypatch: pytest.MonkeyPatch, keep: set[str] | None) -> None:
+    """`b.raw` and `b.cost` are what the search's trials `b@n.raw` and `b@n.cost` hold at its
+    answer (`ir.search_aliases`), so the pass takes them from there; where there is no answer
+    (the trials were left at 1 item, whose cost is over the budget) it computes them from their
+    formulas, which give 0 ms there, not the trial's cost. Every value is what computing each
+    node a second time gives, whether the pass keeps them all, only what follows (`b.raw` is
+    then computed at the unanswered points alone), or the pairs themselves."""
+    from planc import vector
+    from planc.semantics import ir
+
+    c = compile_text(ANSWERED)
+    assert c.lowered is not None
+    el, exact = c.lowered.elaborated, c.lowered.values
+    assert ir.search_aliases(el, "b.n") == {"b.raw": "b@n.raw", "b.cost": "b@n.cost"}
+    caps, budgets = np.meshgrid(np.arange(1.0, 201.0), [0.05025, 0.10025], indexing="ij")
+    grid = {"b.cap": caps.ravel(), "b.budget": budgets.ravel(), "b.slope": np.full(caps.size, 0.0004)}
+    taken: list[str] = []
+    take = vector.Answered.take
+    monkeypatch.setattr(vector.Answered, "take", lambda self, node_id, *a: taken.append(node_id) or take(self, node_id, *a))
+    read = evaluate_many(el, exact, grid, keep=keep)
+    assert {"b.raw", "b.cost"} <= set(taken)
+    monkeypatch.setattr(ir, "search_aliases", lambda *args: {})
+    computed = evaluate_many(el, exact, grid, keep=keep)
+    assert set(read) == set(computed)
+    for node in computed:
+        a, b = np.broadcast_to(read[node], caps.size), np.broadcast_to(computed[node], caps.size)
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), node
+    after = np.asarray(computed.get("b.after", computed.get("b.cost")))
+    answers = np.asarray(evaluate_many(el, exact, grid)["b.n"])
+    assert np.isnan(answers).any() and not np.isnan(answers).all()
+    assert (after[np.isnan(answers)] == 0).all()  # the formula's value where no item fits

@@ -440,6 +440,52 @@ def trial_nodes(elaborated: Elaborated, node_id: str) -> list[str]:
     return cache[node_id]  # type: ignore[no-any-return]
 
 
+def search_aliases(elaborated: Elaborated, node_id: str) -> dict[str, str]:
+    """For a node defined by `largest(x, low, high, condition)`: the plan's own nodes that hold,
+    at the search's answer, the value one of its trial nodes holds there (plan node → trial node).
+
+    A search's trials are the variant of its instance with the free variable bound
+    (`chat@batch.tpot`, `chat@batch@step_time.gemm_time`); the plan's nodes read the answer
+    (`chat.tpot`, `chat@step_time.gemm_time`). The two are paired by name (the variant's prefix
+    dropped) and kept only where the formulas have the same shape once the variant's refs are
+    renamed to their pairs and the free variable to the search itself: by induction over the
+    evaluation order each pair then computes the same value from the same inputs wherever the
+    search has an answer (its trial nodes left at it). A nested search, and what reads a node
+    without a pair, are not paired. The evaluators use this to read the plan's quantities at the
+    answer off the trials instead of computing them a second time (`vector.evaluate_many`)."""
+    cache = elaborated.__dict__.setdefault("_search_aliases", {})
+    if node_id in cache:
+        return cache[node_id]  # type: ignore[no-any-return]
+    expr = elaborated.nodes[node_id].expr
+    assert isinstance(expr, Op) and expr.op == "largest" and isinstance(expr.args[0], Ref)
+    free = expr.args[0].node
+    variant = field_ref(free)[0]  # `chat@batch`
+    outer = variant.rsplit("@", 1)[0]  # `chat`
+    renamed = {free: node_id}
+
+    def pair(node: str) -> str | None:
+        owner, rest = field_ref(node)
+        if owner == variant or owner.startswith(variant + "@"):
+            return f"{outer}{owner[len(variant):]}.{rest}"
+        return None
+
+    def same(e: Expr) -> tuple[Any, ...]:
+        if isinstance(e, Lit):
+            return ("lit", e.value, e.dim)
+        if isinstance(e, Ref):
+            return ("ref", renamed.get(e.node, e.node))
+        return (e.op, e.dim, *(same(a) for a in e.args))
+
+    for n in elaborated.order:
+        other = pair(n)
+        if other is not None and other != n and other in elaborated.nodes and not is_search(elaborated.nodes[n].expr) \
+                and shape(elaborated.nodes[other].expr) == same(elaborated.nodes[n].expr):
+            renamed[n] = other
+    trials = set(trial_nodes(elaborated, node_id))
+    cache[node_id] = {other: n for n, other in renamed.items() if n in trials}
+    return cache[node_id]  # type: ignore[no-any-return]
+
+
 def is_search(expr: Expr) -> bool:
     return isinstance(expr, Op) and expr.op == "largest"
 
