@@ -164,6 +164,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     changed: set[str] = set()
     problems: list[tuple[ir.Node, EvalError]] = []
     trials = ir.all_trial_nodes(elaborated)  # evaluated by their search, at each value it tries
+    answered: dict[str, str] = {}  # the plan's nodes a search's trials hold at its answer (`ir.search_aliases`)
     for node_id in elaborated.order:
         if node_id in trials:
             changed.add(node_id)
@@ -179,8 +180,13 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
             out.values[node_id] = reuse.values[node_id]  # type: ignore[union-attr]
             continue
         changed.add(node_id)
+        if node_id in answered:  # the search left its trials at the answer: the same formula, the same value
+            out.values[node_id] = out.values[answered[node_id]]
+            continue
         try:
             out.values[node_id] = evaluate_node(elaborated, node_id, out.values)
+            if ir.is_search(node.expr):
+                answered.update((p, t) for p, t in ir.search_aliases(elaborated, node_id).items() if t in out.values)
         except EvalError as exc:
             failed.add(node_id)
             problems.append((node, exc))
