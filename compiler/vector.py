@@ -139,7 +139,7 @@ class Answered:
         if 2 * missing.size > n or any(whole and t not in values for t, whole in pairs.values()):
             return {}
         shared = Answered(pairs, missing, n, {})
-        return {p: shared for p in pairs}
+        return dict.fromkeys(pairs, shared)
 
     def take(self, node_id: str, node: ir.Node, values: dict[str, Array], ops: dict[str, Callable[[list[Array]], Array]]) -> None:
         trial, whole = self.pairs[node_id]
