@@ -473,7 +473,7 @@ def test_physics_prints_the_section_a_source_cites() -> None:
     # number prints the chapter with its subsections
     code, out, _ = run("physics", "5.4")
     assert code == 0 and out.startswith("### 5.4 The iteration as operators")
-    assert "### 5.5" not in out and "The dense GEMMs are the one operator whose two times are joined by a norm" in out
+    assert "### 5.5" not in out and "The GEMMs, dense and routed-expert, are the operators whose two times are joined by a norm" in out
     code, out, _ = run("physics", "7")
     assert code == 0 and out.startswith("## 7 Latency") and "### 7.6 Queueing" in out and "## 8 " not in out
     code, out, _ = run("physics")

@@ -4,6 +4,7 @@ or to the rule it restates, with its source."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -243,6 +244,24 @@ def test_each_experts_tokens_fill_whole_tiles(compile_text: Callable[[str], Comp
     # at batch 1 the token's two experts each get one row
     one = values(compile_text(plan("mixtral-8x7b", batch=1, tp=2), name="b1.plan"))
     assert one["d.experts_touched"] == Fraction(1, 4) and one["d.expert_rows"] == 1
+    assert one["d.expert_tile"] == 16 and float(one["d.expert_fill"]) == pytest.approx(1 / 16, rel=1e-12)
+
+
+@pytest.mark.parametrize(("batch", "rows", "tile"), [(32, 8, 16), (48, 12, 32), (64, 16, 32), (128, 32, 64), (1024, 256, 128)])
+def test_the_expert_tile_is_the_one_vllm_tunes_for_the_tokens(
+        compile_text: Callable[[str], Compilation], batch: int, rows: int, tile: int) -> None:
+    """The grouped GEMM's tile follows the tokens each expert gets: BLOCK_SIZE_M in vLLM's tuned
+    fused_moe config for Mixtral's experts on an H100 (E=8,N=7168,device_name=NVIDIA_H100_80GB_HBM3.json,
+    vllm-project/vllm@02ba322d: M = 32 → 16, 48 and 64 → 32, 128 → 64, 1024 → 128, M the tokens, a
+    quarter of them per expert at top-2). Its weight reads and padded FLOPs are joined by the
+    accelerator's roofline norm, as the dense GEMMs' are."""
+    v = values(compile_text(plan("mixtral-8x7b", batch=batch, tp=2), name=f"b{batch}.plan"))
+    assert float(v["d.expert_rows"]) == pytest.approx(rows, rel=1e-3)  # all 8 experts touched, but for (3/4)^batch
+    assert v["d.expert_tile"] == tile
+    actual = float(v["d.expert_rows"])
+    assert float(v["d.expert_fill"]) == pytest.approx(actual / (tile * math.ceil(actual / tile)), rel=1e-12)
+    t_m, t_c = float(v["d.expert_memory_time"]), float(v["d.expert_compute_time"])
+    assert float(v["d.expert_time"]) == pytest.approx((t_m ** 2 + t_c ** 2) ** 0.5, rel=1e-12)
 
 
 # NCCL AllReduce over 8 devices: bus bandwidth by message size, the published tables the catalog's
