@@ -451,8 +451,9 @@ def search_aliases(elaborated: Elaborated, node_id: str) -> dict[str, str]:
     renamed to their pairs and the free variable to the search itself: by induction over the
     evaluation order each pair then computes the same value from the same inputs wherever the
     search has an answer (its trial nodes left at it). A nested search, and what reads a node
-    without a pair, are not paired. The evaluators use this to read the plan's quantities at the
-    answer off the trials instead of computing them a second time (`vector.evaluate_many`)."""
+    without a pair, are not paired. Both evaluators use this to read the plan's quantities at the
+    answer off the trials instead of computing them a second time (`vector.evaluate_many`,
+    `lower.lower`)."""
     cache = elaborated.__dict__.setdefault("_search_aliases", {})
     if node_id in cache:
         return cache[node_id]  # type: ignore[no-any-return]
