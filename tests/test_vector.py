@@ -117,13 +117,17 @@ def test_a_search_runs_once_per_distinct_point_and_answers_as_on_every_point(mon
     assert np.array_equal(np.broadcast_to(answer, (9,)), np.broadcast_to(every["chat.batch"], (9,)))
 
 
-TOY_SEARCH = """
-kind box "a toy" {
+TOY_RANGE = '''\
   input cap: count = 100 "the range's upper end"
   input budget: s = 100 ms "what an item may cost"
   input slope: s = 0 ms "what the upper end adds to the cost"
   input n: count = largest(n, 1, cap, cost <= budget) "items the budget allows"
-  derive cost: s = n * 1 ms + cap * slope "time for n items"
+'''
+"""The inputs of the toy searches below: a range, a budget, and a cost that its upper end can raise."""
+
+TOY_SEARCH = """
+kind box "a toy" {
+""" + TOY_RANGE + """  derive cost: s = n * 1 ms + cap * slope "time for n items"
   input extra: s = 0 ms "read after the search only"
   derive after: s = cost * 2 + extra "read after the search"
 }
@@ -206,11 +210,7 @@ def test_a_large_grid_keeps_only_what_the_caller_reads() -> None:
 
 ANSWERED = """
 kind box "a toy whose search's trials hold the plan's quantities at its answer" {
-  input cap: count = 100 "the range's upper end"
-  input budget: s = 100 ms "what an item may cost"
-  input slope: s = 0 ms "what the upper end adds to the cost"
-  input n: count = largest(n, 1, cap, cost <= budget) "items the budget allows"
-  derive raw: s = n * 1 ms "read by the cost only"
+""" + TOY_RANGE + """  derive raw: s = n * 1 ms "read by the cost only"
   derive cost: s = if n >= 1 then raw + cap * slope else 0 ms "nothing where no item fits"
   derive after: s = cost * 2 "read after the search"
 }
