@@ -11,6 +11,10 @@ Contract
 - `evaluate_node` is a node's value, its formula or its search: `largest(x, low, high,
   condition)` by bisection over whole values (`largest`), and `search_bounds` what stops it.
 - `is_whole` is the one test of wholeness that the plan's values and a question's domains share.
+- `live_refs(expr, values)` is what an expression's value depends on at this point (its references
+  less those under an exact zero factor or in an `if`'s other branch), and `moot(elaborated,
+  values, used)` the quantities on which nothing the plan states depends there (the report
+  derives neither: a dense model's expert tile).
 - Pure functions of the IR and a dict of values; no diagnostics (the caller turns an `EvalError`
   into one, `lower.py`), no sympy. `lower.py` evaluates the plan with it; the solver, the report,
   `remedy.py` and `algebra.py` evaluate expressions of variants with it.
@@ -361,3 +365,54 @@ def is_whole(value: Number) -> bool:
     if isinstance(value, Fraction):
         return value.denominator == 1
     return math.isfinite(value) and abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))
+
+
+# ---- what a value depends on at one point ---------------------------------------------------
+
+
+def live_refs(expr: ir.Expr, values: dict[str, Value]) -> set[str]:
+    """The references whose values this expression's value depends on at this point: all it
+    names, except those that appear only under a factor that is exactly zero (a product with a
+    zero factor, a quotient with a zero numerator) or in the branch an `if` does not take (or the
+    operand an `and` or `or` does not reach). A reference it cannot evaluate there counts."""
+    if isinstance(expr, ir.Lit):
+        return set()
+    if isinstance(expr, ir.Ref):
+        return {expr.node}
+    try:
+        if expr.op == "if":
+            cond = expr.args[0]
+            return live_refs(cond, values) | live_refs(expr.args[1] if evaluate(cond, values) else expr.args[2], values)
+        if expr.op in ("and", "or"):
+            left = bool(evaluate(expr.args[0], values))
+            if (expr.op == "and") != left:  # short-circuit: the right operand is not read
+                return live_refs(expr.args[0], values)
+        if expr.op in ("*", "/"):
+            zero = [a for a in (expr.args if expr.op == "*" else expr.args[:1]) if evaluate(a, values) == 0]
+            if zero:
+                return live_refs(zero[0], values)
+    except (EvalError, KeyError):
+        return set(ir.refs(expr))
+    return {r for a in expr.args for r in live_refs(a, values)}
+
+
+def moot(elaborated: ir.Elaborated, values: dict[str, Value], used: set[str]) -> set[str]:
+    """The quantities on which nothing depends at this point: each is read only by moot
+    quantities, or live by none of its readers (`live_refs`: under a zero factor, in an untaken
+    branch). A quantity is never moot when nothing reads it (a result of the plan's own), when it
+    is in `used` (what the plan states outside its quantities: the summary, its checks, a finding,
+    a question), or when a search or a search's trial reads it (a trial's values are the last
+    point it tried, not the plan's)."""
+    readers: set[str] = set()
+    for n in elaborated.order:
+        readers.update(elaborated.nodes[n].deps)
+    trials = ir.all_trial_nodes(elaborated)
+    live: set[str] = set()
+    out: set[str] = set()
+    for n in reversed(elaborated.order):  # every reader before what it reads
+        if n in readers and n not in used and n not in live:
+            out.add(n)
+            continue
+        node = elaborated.nodes[n]
+        live.update(node.deps if n in trials or ir.is_search(node.expr) else live_refs(node.expr, values))
+    return out

@@ -13,10 +13,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from planc import exact
 from planc.pipeline import Compilation, compile_plan
 from planc.report.decision import percent
 from planc.report.markdown import render_markdown
@@ -167,6 +169,67 @@ def test_links_resolve_and_the_brief_document_has_no_appendix(compiled: dict[str
     assert "## Decision" in brief and "## Assumptions" not in brief and "## Memory" not in brief
     assert "](#" not in brief  # nothing to link to
     assert brief.count("\n") < full.count("\n") / 5
+
+
+@pytest.mark.parametrize("example", [e.stem for e in EXAMPLES])
+def test_what_the_appendix_leaves_out_as_of_no_effect_changes_nothing(compiled: dict[str, Compilation], example: str) -> None:
+    # each quantity `exact.moot` finds, set to another value, leaves every other quantity as it was
+    # once everything it reaches is evaluated again (searches and their trials are never moot)
+    c = compiled[example]
+    assert c.lowered is not None
+    el, values = c.lowered.elaborated, c.lowered.values
+    moot = exact.moot(el, values, set())
+    trials = ir.all_trial_nodes(el)
+    for m in sorted(moot):
+        changed = dict(values)
+        old = values[m]
+        changed[m] = (not old) if isinstance(old, bool) else old / 2 if old else Fraction(1, 2)  # within its domain
+        reached = ir.downstream(el, m) - {m} - trials
+        for n in el.order:
+            if n in reached and not ir.is_search(el.nodes[n].expr):
+                try:
+                    changed[n] = exact.evaluate(el.nodes[n].expr, changed)
+                except exact.EvalError:
+                    assert n in moot, (m, n)  # only what is itself of no effect may fail to evaluate
+                    continue
+                if n not in moot:
+                    assert changed[n] == values[n], (example, m, n)
+
+
+def test_a_dense_model_derives_no_expert_tile_and_a_moe_model_does(compiled: dict[str, Compilation]) -> None:
+    dense = render_markdown(build_document(compiled["100m_dau"]))
+    moe = render_markdown(build_document(compiled["moe_qwen3"]))
+    omitted = re.search(r"of no effect on any result, for this plan \(not derived here\): (.*`chat\.expert_tile`.*)", dense)
+    assert omitted and "`chat.expert_fill`" in omitted.group(1) and "`chat.expert_rows`" in omitted.group(1)
+    assert 'id="q-chat-expert-tile"' not in dense and 'id="q-chat-expert-fill"' not in dense
+    assert 'id="q-ide-pool-expert-tile"' in moe and 'id="q-ide-pool-expert-fill"' in moe
+
+
+def test_live_references_leave_out_a_zero_factor_s_partners_and_the_untaken_branch(
+        compile_text: Callable[..., Compilation]) -> None:
+    c = compile_text('''
+kind box {
+  input a: count
+  input b: count
+  input c: count
+  derive product: count = a * b "b is hidden while a is zero"
+  derive quotient: count = a / c "c is hidden while a is zero"
+  derive chosen: count = if a > 0 then b else c "b is hidden while a is not above zero"
+  derive both: count = product + quotient + chosen "reads all three"
+}
+box zero { a = 0; b = 2; c = 5 }
+box one { a = 1; b = 2; c = 5 }
+''')
+    assert c.lowered is not None, c.diagnostics
+    el, values = c.lowered.elaborated, c.lowered.values
+    live = {n: exact.live_refs(el.nodes[n].expr, values) for n in el.order if not el.nodes[n].is_input}
+    assert live["zero.product"] == {"zero.a"} and live["zero.quotient"] == {"zero.a"}
+    assert live["zero.chosen"] == {"zero.a", "zero.c"}
+    assert live["one.product"] == {"one.a", "one.b"} and live["one.quotient"] == {"one.a", "one.c"}
+    assert live["one.chosen"] == {"one.a", "one.b"}
+    # `zero.b` is read by `product` (under a zero factor) and `chosen` (its untaken branch) only
+    assert exact.moot(el, values, set()) & {"zero.a", "zero.b", "zero.c", "one.a", "one.b", "one.c"} == {"zero.b"}
+    assert "zero.b" not in exact.moot(el, values, {"zero.b"})  # what the plan states elsewhere stays
 
 
 # ---- the language --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .. import __version__
+from .. import __version__, exact
 from ..exact import Value
 from ..lower import Lowered, Outcome
 from ..pipeline import Compilation
@@ -415,6 +415,31 @@ def _trivial(q: QuantityView) -> bool:
             and (q.value == 0 or (q.dim == "1" and q.value == 1)))
 
 
+def _omitted(q: QuantityView, moot: set[str]) -> bool:
+    """A stdlib quantity the appendix names without deriving: trivial, or of no effect for this plan."""
+    return _trivial(q) or (q.id in moot and not q.is_input and q.location.startswith("<stdlib>"))
+
+
+def _stated_refs(el: ir.Elaborated) -> set[str]:
+    """The quantities the plan reads outside its own formulas: its summary, checks, requirements,
+    findings, levers, figures and the fields its questions name."""
+    exprs: list[ir.Expr] = [*el.summary, *(c.expr for c in el.checks),
+                            *(r.expr for r in [*el.requirements, *el.advisories])]
+    for f in el.findings:
+        exprs += [f.expr, *(p.expr for p in f.parts if isinstance(p, ir.Hole))]
+    for lv in el.levers:
+        exprs += [*([lv.cond] if lv.cond is not None else []),
+                  *(p.expr for p in [*lv.takes, *lv.gate] if isinstance(p, ir.Hole))]
+    out = {r for e in exprs for r in ir.refs(e)} | {n for fig in el.figures for _, n in fig.roles}
+    for q in el.questions:
+        fields = [getattr(q, a) for a in ("unknown", "field") if hasattr(q, a)]
+        fields += [s.field for s in getattr(q, "settings", ()) + getattr(q, "given", ())]
+        fields += [x.field for x in getattr(q, "axes", ()) + getattr(q, "columns", ()) + getattr(q, "pareto", ())]
+        fields += [c.field for c in (getattr(q, "quantity", None), getattr(q, "target", None)) if c is not None]
+        out.update(ir.node_id(*f) for f in fields)
+    return out
+
+
 def build_document(compilation: Compilation, brief: bool = False, levers: bool = True) -> DocumentView:
     lowered = compilation.lowered
     assert lowered is not None
@@ -436,8 +461,10 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
     headline = {r for e in [*el.summary, *(c.expr for c in el.checks),
                             *(p.expr for s in lowered.findings for p in s.finding.parts if isinstance(p, ir.Hole))]
                 for r in ir.refs(e)}
-    doc.sections = [SectionView(t, _anchor(t), tuple(q for q in qs if not _trivial(q) or q.id in headline),
-                                tuple(q.id for q in qs if _trivial(q) and q.id not in headline))
+    # and what nothing depends on for this plan (a dense model's expert tile) is named, not derived
+    moot = exact.moot(el, lowered.values, headline | _stated_refs(el))
+    doc.sections = [SectionView(t, _anchor(t), tuple(q for q in qs if not _omitted(q, moot) or q.id in headline),
+                                tuple(q.id for q in qs if _omitted(q, moot) and q.id not in headline))
                     for t, qs in sections.items()]
     doc.checks = [b.check(o, c, i) for i, (o, c) in enumerate(zip(lowered.checks, el.checks))]
     doc.summary = [
