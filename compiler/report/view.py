@@ -462,7 +462,7 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
                             *(p.expr for s in lowered.findings for p in s.finding.parts if isinstance(p, ir.Hole))]
                 for r in ir.refs(e)}
     # and what nothing depends on for this plan (a dense model's expert tile) is named, not derived
-    moot = exact.moot(el, lowered.values, headline | _stated_refs(el))
+    moot = set() if brief else exact.moot(el, lowered.values, headline | _stated_refs(el))  # the brief has no appendix
     doc.sections = [SectionView(t, _anchor(t), tuple(q for q in qs if not _omitted(q, moot) or q.id in headline),
                                 tuple(q.id for q in qs if _omitted(q, moot) and q.id not in headline))
                     for t, qs in sections.items()]
