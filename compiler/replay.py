@@ -67,8 +67,10 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
         arrival_cv=float(v[f"{traffic}.arrival_cv"]), prefix_hit_rate=value("prefix_hit_rate"),
         max_context=int(value("context")),
         classes=tuple(LengthClass(share, float(v[f"{c}.prompt_tokens"]), float(v[f"{c}.prompt_tokens_p99"]),
-                                  float(v[f"{c}.output_tokens"]), float(v[f"{c}.output_tokens_p99"]))
+                                  float(v[f"{c}.output_tokens"]), float(v[f"{c}.output_tokens_p99"]),
+                                  histogram(lowered, c, "prompt"), histogram(lowered, c, "output"))
                       for c, share in classes) if len(classes) > 1 else (),
+        prompt_bins=histogram(lowered, traffic, "prompt"), output_bins=histogram(lowered, traffic, "output"),
     )
     engine = Engine(max_num_seqs=int(value("max_num_seqs")), token_budget=int(value("prefill_chunk")),
                     kv_capacity_tokens=int(value("kv_capacity_tokens")), kv_block_size=int(value("kv_block_size")))
@@ -108,6 +110,20 @@ def request_classes(lowered: Lowered, traffic: str) -> list[tuple[str, float]]:
     first, second = (_instance_of(lowered, f"{traffic}.{part}") for part in ("first", "second"))
     return ([(c, w * share) for c, w in request_classes(lowered, first)]
             + [(c, w * (1 - share)) for c, w in request_classes(lowered, second)])
+
+
+def histogram(lowered: Lowered, traffic: str, which: str) -> tuple[tuple[float, float], ...]:
+    """A `histogram_traffic`'s prompt or output bins as (length, share) pairs: the bins the plan
+    sets a share for, those with a share above 0; () for any other traffic (its lengths are the
+    lognormal of its mean and p99). A bin the plan leaves unset has the kind's default share, 0."""
+    if "histogram_traffic" not in lowered.elaborated.kinds.get(traffic, ()):
+        return ()
+    v, share, tokens = lowered.values, f"{traffic}.{which}_bin_share", f"{traffic}.{which}_bin_tokens"
+    if float(v[share]) != 0:
+        raise ValueError(f"`{share}` has a default above 0: set each bin's share for the simulator to draw from")
+    keys = [n[len(share) + 1:-1] for n in lowered.elaborated.order if n.startswith(share + "[")]
+    pairs = ((float(v.get(f"{tokens}[{k}]", v[tokens])), float(v[f"{share}[{k}]"])) for k in keys)
+    return tuple((length, weight) for length, weight in pairs if weight > 0)
 
 
 def _instance_of(lowered: Lowered, field: str) -> str:

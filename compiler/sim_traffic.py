@@ -13,6 +13,9 @@ Workload (`Workload`)
   constant when p99 == mean; p99/mean must lie in [1, exp(z²/2) ≈ 15]. Samples are rounded to
   integers ≥ 1. With `max_context`, the prompt is clipped to `max_context − 1` and the output to
   `max_context − prompt`, so that a request never exceeds the context window.
+- Length histograms: `prompt_bins` or `output_bins`, when given, are (length, share) pairs, and
+  the lengths are drawn from them instead (a bin by its normalised share, its length as given);
+  the mean and p99 are then only their summary. A class has its own (`LengthClass`).
 - Request classes: with `classes`, each request first draws its class (`share`s, normalised, are
   the probabilities), then its prompt and output from that class's lognormals (all prompts, then
   all outputs, class by class in order); the workload's own means and p99s are then only its
@@ -43,6 +46,8 @@ class LengthClass:
     prompt_p99: float
     output_mean: float
     output_p99: float
+    prompt_bins: tuple[tuple[float, float], ...] = ()
+    output_bins: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,8 @@ class Workload:
     prefix_hit_rate: float = 0.0
     max_context: int | None = None
     classes: tuple[LengthClass, ...] = ()
+    prompt_bins: tuple[tuple[float, float], ...] = ()
+    output_bins: tuple[tuple[float, float], ...] = ()
 
 
 def lognormal_fit(mean: float, p99: float) -> tuple[float, float]:
@@ -78,6 +85,19 @@ def sample_lengths(mean: float, p99: float, n: int, rng: np.random.Generator) ->
     return np.maximum(np.rint(raw), 1).astype(np.int64)
 
 
+def histogram_lengths(bins: tuple[tuple[float, float], ...], n: int, rng: np.random.Generator) -> np.ndarray:
+    """n lengths drawn from (length, share) bins by their normalised shares, rounded to integers >= 1."""
+    shares = np.array([s for _, s in bins], dtype=float)
+    if not (np.all(shares >= 0) and shares.sum() > 0):
+        raise ValueError("bin shares must be >= 0 and not all 0")
+    picked = np.array([length for length, _ in bins], dtype=float)[rng.choice(len(bins), size=n, p=shares / shares.sum())]
+    return np.asarray(np.maximum(np.rint(picked), 1), dtype=np.int64)
+
+
+def _draw(mean: float, p99: float, bins: tuple[tuple[float, float], ...], n: int, rng: np.random.Generator) -> np.ndarray:
+    return histogram_lengths(bins, n, rng) if bins else sample_lengths(mean, p99, n, rng)
+
+
 def arrival_times(rate: float, cv: float, duration: float, rng: np.random.Generator) -> np.ndarray:
     """Arrival instants in [0, duration) of the renewal process described in the contract."""
     expected = rate * duration
@@ -95,8 +115,8 @@ def lengths(workload: Workload, n: int, rng: np.random.Generator) -> tuple[np.nd
     context window (class 0 throughout without classes)."""
     if not workload.classes:
         klass = np.zeros(n, dtype=np.int64)
-        prompt = sample_lengths(workload.prompt_mean, workload.prompt_p99, n, rng)
-        output = sample_lengths(workload.output_mean, workload.output_p99, n, rng)
+        prompt = _draw(workload.prompt_mean, workload.prompt_p99, workload.prompt_bins, n, rng)
+        output = _draw(workload.output_mean, workload.output_p99, workload.output_bins, n, rng)
     else:
         shares = np.array([c.share for c in workload.classes], dtype=float)
         if not (np.all(shares >= 0) and shares.sum() > 0):
@@ -104,9 +124,9 @@ def lengths(workload: Workload, n: int, rng: np.random.Generator) -> tuple[np.nd
         klass = rng.choice(len(shares), size=n, p=shares / shares.sum()).astype(np.int64)
         prompt, output = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         for i, c in enumerate(workload.classes):
-            prompt[klass == i] = sample_lengths(c.prompt_mean, c.prompt_p99, int((klass == i).sum()), rng)
+            prompt[klass == i] = _draw(c.prompt_mean, c.prompt_p99, c.prompt_bins, int((klass == i).sum()), rng)
         for i, c in enumerate(workload.classes):
-            output[klass == i] = sample_lengths(c.output_mean, c.output_p99, int((klass == i).sum()), rng)
+            output[klass == i] = _draw(c.output_mean, c.output_p99, c.output_bins, int((klass == i).sum()), rng)
     if workload.max_context is not None:
         prompt = np.minimum(prompt, workload.max_context - 1)
         output = np.minimum(output, workload.max_context - prompt)
