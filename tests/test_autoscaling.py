@@ -44,6 +44,22 @@ def test_sum_max_and_min_over_an_enumeration_with_a_map_default(compile_text: Ca
     assert [r.node for r in _refs(node.expr) if "load" in r.text] == ["a.load", "a.load[h01]", "a.load"]
 
 
+def test_a_map_set_as_a_whole_stands_for_the_entries_the_instance_does_not_set(
+        compile_text: Callable[[str], Compilation]) -> None:
+    # `load = 2` in an instance was dropped without a word; it is the instance's own default now
+    text = SITE.format(derive="derive total: W = sum(base * load[h] for h in hour)").replace(
+        "site b { }", "site b { load = 2 }").replace("site a { load[h01] = 3 }", "site a { load = 2; load[h01] = 3 }")
+    compilation = compile_text(text)
+    assert compilation.ok and compilation.lowered is not None, compilation.diagnostics
+    values, nodes = compilation.lowered.values, compilation.lowered.elaborated.nodes
+    assert values["a.total"] == Fraction(70)  # 10 W × (2 + 3 + 2): the entry it sets, the whole map's value elsewhere
+    assert values["b.total"] == Fraction(60)
+    assert nodes["b.load"].overridden is True and not nodes["b.load"].span.file.is_stdlib
+    bad = compile_text(SITE.format(derive="derive peak: count = max(load[h] for h in hour)").replace(
+        "site b { }", "site b { load = 2 s }"))
+    assert not bad.ok and any(d.code == "E0302" for d in bad.diagnostics)
+
+
 def _refs(expr):  # type: ignore[no-untyped-def]
     from planc.semantics import ir
 

@@ -156,12 +156,15 @@ class Expressions(Declarations):
         override = self.overrides.get(entry_key)
         if override is not None:
             entry = ast.Field(override.span, ast.Path(override.span, ()), override, ast.Annotations(override.span))
-        default = spec.decl.default if isinstance(spec.decl, ast.InputDecl) else None
+        # the map as a whole, set in the instance (`hourly_load = 0.5`), stands for the entries it does not set
+        whole = inst.assigned().get(name)
+        default = whole.value if whole is not None else spec.decl.default if isinstance(spec.decl, ast.InputDecl) else None
         if entry is None and default is not None and (inst.name, f"{name}[{key.member.name}]") not in self.overrides:
             # `input f: map[e] unit = value`: one quantity, the map's own node, that every entry the
             # instance does not set reads (one assumption, not one per key)
-            meta = NodeMeta(owner=inst.name, field=name, spec=spec, ftype=ftype, notes=spec.decl.notes,
-                            overridden=False, decl_span=spec.decl.name_span, type_span=span_of_type(spec.decl.type))
+            meta = NodeMeta(owner=inst.name, field=name, spec=spec, ftype=ftype,
+                            notes=whole.notes if whole is not None else spec.decl.notes, overridden=whole is not None,
+                            decl_span=spec.decl.name_span, type_span=span_of_type(spec.decl.type))
             return self._node(ir.node_id(inst.name, name), default, inst, meta, e.span, text)
         if entry is None and inst.abstract:
             assert ftype.dim is not None
