@@ -113,17 +113,20 @@ def request_classes(lowered: Lowered, traffic: str) -> list[tuple[str, float]]:
 
 
 def histogram(lowered: Lowered, traffic: str, which: str) -> tuple[tuple[float, float], ...]:
-    """A `histogram_traffic`'s prompt or output bins as (length, share) pairs: the bins the plan
-    sets a share for, those with a share above 0; () for any other traffic (its lengths are the
-    lognormal of its mean and p99). A bin the plan leaves unset has the kind's default share, 0."""
+    """A `histogram_traffic`'s prompt or output bins as (length, share) pairs, those with a share
+    above 0; () for any other traffic (its lengths are the lognormal of its mean and p99). The
+    bins the plan sets neither a length nor a share for all hold the map's default length and
+    share, so they are one bin here: the default length, with the share the histogram's total
+    leaves to them."""
     if "histogram_traffic" not in lowered.elaborated.kinds.get(traffic, ()):
         return ()
     v, share, tokens = lowered.values, f"{traffic}.{which}_bin_share", f"{traffic}.{which}_bin_tokens"
-    if float(v[share]) != 0:
-        raise ValueError(f"`{share}` has a default above 0: set each bin's share for the simulator to draw from")
-    keys = [n[len(share) + 1:-1] for n in lowered.elaborated.order if n.startswith(share + "[")]
-    pairs = ((float(v.get(f"{tokens}[{k}]", v[tokens])), float(v[f"{share}[{k}]"])) for k in keys)
-    return tuple((length, weight) for length, weight in pairs if weight > 0)
+    keys = dict.fromkeys(n.partition("[")[2][:-1] for n in lowered.elaborated.order
+                         if n.startswith((share + "[", tokens + "[")))
+    bins = [(float(v.get(f"{tokens}[{k}]", v[tokens])), float(v.get(f"{share}[{k}]", v[share]))) for k in keys]
+    rest = float(v[f"{traffic}.{which}_share_total"]) - sum(weight for _, weight in bins)
+    bins += [(float(v[tokens]), rest)] if rest > 1e-12 * float(v[f"{traffic}.{which}_share_total"]) else []
+    return tuple((length, weight) for length, weight in bins if weight > 0)
 
 
 def _instance_of(lowered: Lowered, field: str) -> str:

@@ -98,10 +98,13 @@ def test_plan_simulate_serves_the_histogram(compile_text: Callable[[str], Compil
     # at 120 s, +10.4 % at 300 s with this seed)
     assert r.simulated["mean_running"] == pytest.approx(r.analytic["mean_running"], rel=0.15)
     assert r.simulated["tpot_mean"] == pytest.approx(r.analytic["tpot_mean"], rel=0.15)
-    # a kind that gives every bin a share by default leaves bins the simulator cannot list: refused
-    flat = ('kind flat_histogram: histogram_traffic "every bin counts" {\n'
-            '  input prompt_bin_share: map[length_bin] count = 1 "each bin\'s share"\n}\n')
-    c = compile_text(flat + plan(BINS).replace("histogram_traffic chat", "flat_histogram chat"))
+    # the bins a plan leaves unset hold the map's default length and share: one bin for the simulator,
+    # with the share the total leaves (here five bins of 1 token at 0.02 each, beside b1-b3 and a b4
+    # whose length alone is set)
+    c = compile_text(plan(BINS + "  prompt_bin_share = 0.02; prompt_bin_tokens[b4] = 50 tokens\n"))
     assert c.lowered is not None, [d.message for d in c.diagnostics]
-    with pytest.raises(ValueError, match="default above 0"):
-        histogram(c.lowered, "chat", "prompt")
+    got = histogram(c.lowered, "chat", "prompt")
+    want = ((200.0, 0.5), (1000.0, 0.4), (8000.0, 0.1), (50.0, 0.02), (1.0, 0.08))
+    assert [length for length, _ in got] == [length for length, _ in want]
+    assert [share for _, share in got] == pytest.approx([share for _, share in want], rel=1e-12)
+    assert float(c.lowered.values["chat.prompt_share_total"]) == pytest.approx(1.1)
