@@ -29,7 +29,7 @@ EXPECTED = {
 # NVIDIA Hopper and Blackwell parts: the FP8 tensor peak is exactly twice the BF16 one (dense).
 HOPPER_BLACKWELL = {"h100_sxm", "h100_pcie", "h200", "gh200", "b200", "gb200"}
 # Inputs whose value comes from the kind's default, sourced there.
-KIND_DEFAULTS = {"interconnect_latency"}
+KIND_DEFAULTS = {"interconnect_latency", "collective_base_latency", "interconnect_step_latency", "collective_ll_bandwidth"}
 # The per-operator roofline fields every entry sets (no defaults in the kind), each with the unit a
 # positivity check compares it against: compute units and on-chip memories, measured achievable
 # rates, and the reference system's scale-up domain and scale-out network.

@@ -133,7 +133,9 @@ def test_pcie_cards_talk_over_pcie_inside_the_server(compile_text: Callable[[str
     inside = compile_text(plan("llama-3.1-70b", gpu="l40s", tp=4, weights="fp8"))
     v = values(inside)
     assert v["d.link_bandwidth"] == v["l40s.server_link_bandwidth"] == 24 * 10**9
-    assert v["d.link_latency"] == v["l40s.interconnect_latency"] * 3 / 7
+    # NCCL's own model of a ring of 4 over PCIe, replayed in a decode graph: 6.6 + 2·3 × 1.0 µs
+    assert v["d.link_latency"] == v["l40s.collective_base_latency"] + 6 * v["l40s.interconnect_step_latency"]
+    assert v["d.link_latency"] == Fraction(126, 10**7)
     assert any("cross PCIe" in d.message for d in inside.diagnostics)
     beyond = values(compile_text(plan("llama-3.1-405b", gpu="l40s", tp=16, weights="fp8"), name="tp16.plan"))
     assert beyond["d.link_bandwidth"] == beyond["l40s.scale_out_bandwidth"]
@@ -146,10 +148,29 @@ def test_pcie_cards_talk_over_pcie_inside_the_server(compile_text: Callable[[str
 
 
 def test_nccl_latency_scales_with_the_ring(compile_text: Callable[[str], Compilation]) -> None:
-    # an engine without its own all-reduce pays NCCL's: 27.0 µs measured across 8 H100s, and a ring
-    # of n takes 2(n−1) steps, so 2 GPUs pay a seventh of it
-    v = values(compile_text(plan(tp=2, engine="pytorch")))
-    assert v["d.link_latency"] == v["h100_sxm.interconnect_latency"] / 7 == Fraction(27, 10**6) / 7
+    # an engine without its own all-reduce pays NCCL's. In a decode replayed as a CUDA graph, the
+    # kernel's own latency, NCCL's model of its ring in the LL protocol (src/graph/tuning.cc):
+    # 6.6 µs + 2(n−1) × 0.6 µs over NVLink, 7.8 µs for 2 GPUs and 15.0 µs for 8
+    two = values(compile_text(plan(tp=2, engine="pytorch")))
+    eight = values(compile_text(plan("llama-3.1-70b", tp=8, engine="pytorch"), name="eight.plan"))
+    assert two["d.graph_replay"] and eight["d.graph_replay"]
+    assert two["d.nccl_latency"] == two["d.link_latency"] == Fraction(78, 10**7)
+    assert eight["d.nccl_latency"] == Fraction(150, 10**7)
+    # launched eagerly, each call is issued from the host: 27.0 µs measured across 8 H100s by
+    # nccl-tests, and a ring of n takes 2(n−1) steps, so 2 GPUs pay a seventh of it. A prefill
+    # iteration is never a graph; a plan may turn the decode graphs off
+    assert two[PREFILL + "graph_replay"] is False
+    assert two[PREFILL + "nccl_latency"] == two["h100_sxm.interconnect_latency"] / 7 == Fraction(27, 10**6) / 7
+    eager = values(compile_text(plan(tp=2, engine="pytorch").replace("engine = pytorch", "engine = pytorch; cuda_graphs = false"),
+                                name="eager.plan"))
+    assert eager["d.nccl_latency"] == Fraction(27, 10**6) / 7
+    # a 16 KiB message (one 8,192-wide BF16 row) goes at LL's bandwidth, capped at 141 GB/s on
+    # Hopper: 15.0 µs + 1.75 × 16 KiB / 141 GB/s = 15.2 µs, against 27.2 µs as nccl-tests measures
+    # it (the large messages keep the measured curve: the test above)
+    assert eight["d.allreduce_message"] == 16384
+    assert eight["d.allreduce_time"] == Fraction(150, 10**7) + Fraction(7, 4) * 16384 / (141 * 10**9)
+    assert eight["d.nccl_measured_time"] > Fraction(27, 10**6)
+    assert eight["d.tp_time_per_step"] == 2 * 80 * eight["d.allreduce_time"]
 
 
 def test_llama_8b_on_one_l4_gets_a_context_in_the_tens_of_thousands(compile_text: Callable[[str], Compilation]) -> None:
