@@ -108,3 +108,33 @@ def test_plan_simulate_serves_the_histogram(compile_text: Callable[[str], Compil
     assert [length for length, _ in got] == [length for length, _ in want]
     assert [share for _, share in got] == pytest.approx([share for _, share in want], rel=1e-12)
     assert float(c.lowered.values["chat.prompt_share_total"]) == pytest.approx(1.1)
+
+
+def test_bins_of_one_length_have_no_spread_in_floats_too(compile_text: Callable[[str], Compilation]) -> None:
+    # three bins of 777 tokens at 10/30/60 %: E[L²]/E[L]² is 1 exactly, but a hair below 1 in
+    # floating point (0.9999999999999999), whose logarithm is negative and its square root NaN.
+    # The vectorised evaluator (searches, sensitivities) must read σ = 0 as the exact one does
+    from planc.vector import evaluate_many
+
+    same = """  prompt_bin_tokens[b1] = 777 tokens; prompt_bin_share[b1] = 0.1
+  prompt_bin_tokens[b2] = 777 tokens; prompt_bin_share[b2] = 0.3
+  prompt_bin_tokens[b3] = 777 tokens; prompt_bin_share[b3] = 0.6
+  output_bin_tokens[b1] = 333 tokens; output_bin_share[b1] = 0.1
+  output_bin_tokens[b2] = 333 tokens; output_bin_share[b2] = 0.2
+  output_bin_tokens[b3] = 333 tokens; output_bin_share[b3] = 0.7
+"""
+    c = compile_text(plan(same))
+    v = values(c)
+    assert v["chat.prompt_sigma"] == 0 and v["chat.output_sigma"] == 0
+    assert c.lowered is not None
+    el, exact = c.lowered.elaborated, c.lowered.values
+    shares = np.linspace(0.05, 0.95, 37)
+    got = evaluate_many(el, exact, {"chat.prompt_bin_share[b2]": shares, "chat.output_bin_share[b2]": shares})
+    # rounding does put some of these below 1 (without the floor at 0, NaN there)
+    assert np.any(got["chat.prompt_square"] / got["chat.prompt_tokens"] ** 2 < 1)
+    assert np.any(got["chat.output_square"] / got["chat.output_tokens"] ** 2 < 1)
+    for name in ("chat.prompt_sigma", "chat.output_sigma", "d.devices", "d.ttft_at_percentile"):
+        assert np.all(np.isfinite(got[name])), (name, got[name])
+    # σ is 0, or the square root of a rounding error (≈ 2e-8) where E[L²]/E[L]² lands a hair above 1
+    assert np.all(got["chat.prompt_sigma"] < 1e-7) and np.all(got["chat.output_sigma"] < 1e-7)
+    assert np.allclose(got["d.devices"], v["d.devices"])
