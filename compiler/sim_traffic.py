@@ -87,11 +87,16 @@ def sample_lengths(mean: float, p99: float, n: int, rng: np.random.Generator) ->
 
 def histogram_lengths(bins: tuple[tuple[float, float], ...], n: int, rng: np.random.Generator) -> np.ndarray:
     """n lengths drawn from (length, share) bins by their normalised shares, rounded to integers >= 1."""
-    shares = np.array([s for _, s in bins], dtype=float)
-    if not (np.all(shares >= 0) and shares.sum() > 0):
-        raise ValueError("bin shares must be >= 0 and not all 0")
-    picked = np.array([length for length, _ in bins], dtype=float)[rng.choice(len(bins), size=n, p=shares / shares.sum())]
+    picked = np.array([length for length, _ in bins], dtype=float)[_pick([s for _, s in bins], n, rng, "bin")]
     return np.asarray(np.maximum(np.rint(picked), 1), dtype=np.int64)
+
+
+def _pick(shares: list[float], n: int, rng: np.random.Generator, what: str) -> np.ndarray:
+    """n indices into `shares`, each drawn with its normalised share as its probability."""
+    weights = np.array(shares, dtype=float)
+    if not (np.all(weights >= 0) and weights.sum() > 0):
+        raise ValueError(f"{what} shares must be >= 0 and not all 0")
+    return np.asarray(rng.choice(len(weights), size=n, p=weights / weights.sum()), dtype=np.int64)
 
 
 def _draw(mean: float, p99: float, bins: tuple[tuple[float, float], ...], n: int, rng: np.random.Generator) -> np.ndarray:
@@ -118,10 +123,7 @@ def lengths(workload: Workload, n: int, rng: np.random.Generator) -> tuple[np.nd
         prompt = _draw(workload.prompt_mean, workload.prompt_p99, workload.prompt_bins, n, rng)
         output = _draw(workload.output_mean, workload.output_p99, workload.output_bins, n, rng)
     else:
-        shares = np.array([c.share for c in workload.classes], dtype=float)
-        if not (np.all(shares >= 0) and shares.sum() > 0):
-            raise ValueError("class shares must be >= 0 and not all 0")
-        klass = rng.choice(len(shares), size=n, p=shares / shares.sum()).astype(np.int64)
+        klass = _pick([c.share for c in workload.classes], n, rng, "class")
         prompt, output = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         for i, c in enumerate(workload.classes):
             prompt[klass == i] = _draw(c.prompt_mean, c.prompt_p99, c.prompt_bins, int((klass == i).sum()), rng)
