@@ -114,7 +114,12 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
                                "-o FILE (HTML and PDF carry their figures inline)")
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
     progress(f"compiling {plan_file}")
-    result = compile_plan(plan_file, report=True, progress=progress)
+    drawn_plan = None
+    if fmt in ("html", "pdf"):  # the plan's figures: drawn in the levers' process while this one answers the questions
+        from .report.html import drawable_plan_figures
+
+        drawn_plan = drawable_plan_figures
+    result = compile_plan(plan_file, report=True, progress=progress, also=drawn_plan)
     show_diagnostics(result, diag_fmt)
     if not result.ok:  # no report: 2 for an invalid plan, 1 for a well-formed one the physics cannot meet
         sys.exit(result.exit_code)
@@ -122,11 +127,15 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
     from .report.view import build_document
 
     drawn = None
-    if fmt in ("html", "pdf"):  # drawn in a second process while this one prices the levers and writes the page
-        from .report.html import drawable_figures
+    if fmt in ("html", "pdf"):  # the answers' figures: drawn in a second process while this one writes the page
+        from .report.html import drawable_answer_figures, joined_figures
 
         progress("drawing the figures")
-        drawn = ahead(lambda: drawable_figures(result))
+        answers_drawn = ahead(lambda: drawable_answer_figures(result))
+        plan_drawn = result.also or (lambda: drawable_plan_figures(result.lowered))
+
+        def drawn() -> tuple[list[Any], str | None]:
+            return joined_figures(plan_drawn(), answers_drawn())
     progress("pricing the levers and writing the document")  # the levers are variants, computed on first use
     doc = build_document(result, brief=brief)
     links = _write_figures(result, target) if figures else []

@@ -12,9 +12,12 @@ Contract
   child does not deliver one (it raised, it died, the result would not pickle, no fork), the
   function runs `work()` in this process when asked, so the caller sees exactly the result or
   the exception it would have seen without the child: running ahead changes when the work is
-  done, never what it gives. `PLAN_JOBS=1` in the environment turns it off. The CLI prices the
-  levers ahead while the questions are answered, and draws the figures ahead while the page is
-  built.
+  done, never what it gives. `PLAN_JOBS=1` in the environment turns it off.
+- `ahead_each(works) -> list[Callable[[], Any]]` is the same for several pieces of work done one
+  after another in one child: each result comes back as soon as its work is done (the first can
+  be used while the child goes on with the next), and each falls back on its own. The CLI prices
+  the levers and then draws the plan's own figures in one child while the questions are
+  answered, and draws the answers' figures in another while the page is built.
 
 The child is forked before anything in this process starts a thread (matplotlib and WeasyPrint
 are not imported yet when the CLI calls it; the language server never does), and it leaves
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -49,46 +52,59 @@ def cpu_cores() -> int:
 
 
 def ahead(work: Callable[[], T]) -> Callable[[], T]:
-    if fork_workers() < 2:
-        return work
+    result: Callable[[], T] = ahead_each([work])[0]
+    return result
+
+
+def ahead_each(works: Sequence[Callable[[], Any]]) -> list[Callable[[], Any]]:
+    if fork_workers() < 2 or not works:
+        return list(works)
     try:
         context = multiprocessing.get_context("fork")
         receive, send = context.Pipe(duplex=False)
-        child = context.Process(target=_run, args=(work, send), daemon=True)
+        child = context.Process(target=_run, args=(list(works), send), daemon=True)
         child.start()
     except (OSError, ValueError):  # no fork here, or no process to spare: do it when asked
-        return work
+        return list(works)
     send.close()  # this process keeps only the reading end, so a dead child reads as the end of the pipe
-    delivered: list[Any] = []
+    delivered: list[Any] = []  # the results received so far, in order (_AGAIN where there is none)
 
-    def result() -> T:
-        if not delivered:
+    def receive_up_to(index: int) -> None:
+        while len(delivered) <= index:
             try:
                 status, value = receive.recv()
             except Exception:  # EOFError: the child died; or it sent something unreadable
-                status, value = "failed", None
-            finally:
-                receive.close()
-                child.join()
+                delivered.extend([_AGAIN] * (len(works) - len(delivered)))
+                break
             delivered.append(value if status == "ok" else _AGAIN)
-        value = delivered[0]
-        return work() if value is _AGAIN else value
+        if len(delivered) == len(works) and not receive.closed:
+            receive.close()
+            child.join()
 
-    return result
+    def getter(index: int) -> Callable[[], Any]:
+        def result() -> Any:
+            receive_up_to(index)
+            value = delivered[index]
+            return works[index]() if value is _AGAIN else value
+
+        return result
+
+    return [getter(i) for i in range(len(works))]
 
 
 _AGAIN = object()  # the child gave no result: the work runs in this process
 
 
-def _run(work: Callable[[], Any], send: Any) -> None:
-    """In the child: the result, or word that there is none (the parent then runs the work
-    itself, and so raises the same exception the child met)."""
-    try:
-        value = work()
-    except BaseException:
-        send.send(("failed", None))
-        return
-    try:
-        send.send(("ok", value))
-    except Exception:  # the result does not pickle
-        send.send(("failed", None))
+def _run(works: list[Callable[[], Any]], send: Any) -> None:
+    """In the child: each work's result in turn, or word that there is none (the parent then
+    runs that work itself, and so raises the same exception the child met)."""
+    for work in works:
+        try:
+            value = work()
+        except BaseException:
+            send.send(("failed", None))
+            continue
+        try:
+            send.send(("ok", value))
+        except Exception:  # the result does not pickle
+            send.send(("failed", None))

@@ -38,6 +38,7 @@ class Compilation:
     # validation does not pay for the variants
     _levers: list[LeverAnswer] | Callable[[], list[LeverAnswer]] | None = None
     uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
+    also: Callable[[], Any] | None = None  # what `compile_plan`'s `also` gives, started ahead
     source: str = ""  # the plan's own text, for the report's appendix
     # what the stages built, for tools that index names (the language server), even when a
     # later stage found errors: the loaded program and the elaborated graph
@@ -72,11 +73,14 @@ class Compilation:
 
 
 def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path, str] | None = None,
-                 report: bool = False, progress: Callable[[str], None] | None = None) -> Compilation:
+                 report: bool = False, progress: Callable[[str], None] | None = None,
+                 also: Callable[[Lowered], Any] | None = None) -> Compilation:
     """`texts`: real paths to text that stands in for those files on disk (the language
     server's unsaved buffers). `report`: a document will be rendered from the result, so the
     levers it prices start at once, in a second process when there is one, while the questions
-    are answered (the same prices either way). `progress` is told of a step that can take over a
+    are answered (the same prices either way). `also`: more work the report needs from the
+    lowered plan alone (the CLI: the plan's figures), done in that process after the levers;
+    `Compilation.also` gives its result. `progress` is told of a step that can take over a
     second (the CLI prints it on a terminal)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
@@ -91,11 +95,16 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
         if not sink.has_errors:
             unused(program, elaborated, sink)
             lowered = lower(elaborated, sink)
+            extra = None if also is None or sink.has_errors else (lambda: also(lowered))
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
-                result.answers, result.sensitivities, result.bindings, result._levers = answer(
-                    program, lowered, sink, price_ahead=report, progress=progress)
+                result.answers, result.sensitivities, result.bindings, result._levers, result.also = answer(
+                    program, lowered, sink, price_ahead=report, progress=progress, also_ahead=extra)
+            elif extra is not None:
+                from .jobs import ahead
+
+                result.also = ahead(extra)
             if not sink.has_errors and any(n.interval for n in elaborated.nodes.values()):
                 from .uncertainty import propagate
 

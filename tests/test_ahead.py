@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from planc.jobs import ahead, cpu_cores
+from planc.jobs import ahead, ahead_each, cpu_cores
 
 # the machine's cores, whatever PLAN_JOBS the environment sets
 needs_two = pytest.mark.skipif(cpu_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods(),
@@ -30,6 +31,51 @@ def test_the_work_runs_in_another_process_and_its_result_comes_back() -> None:
     assert pid != here
     assert value == [("svg", "<svg/>" * 50_000)]
     assert result()[0] == pid  # asked twice, delivered once
+
+
+@needs_two
+def test_several_works_run_in_turn_in_one_child_and_each_result_comes_back_when_it_is_done(tmp_path: Path) -> None:
+    here = os.getpid()
+    release = tmp_path / "go"
+
+    def first() -> int:
+        return os.getpid()
+
+    def second() -> tuple[int, str]:
+        for _ in range(2000):  # waits until this process has read the first result
+            if release.exists():
+                return os.getpid(), release.read_text()
+            time.sleep(0.005)
+        return os.getpid(), "never released"
+
+    got_first, got_second = ahead_each([first, second])
+    child = got_first()  # delivered while the child still waits inside the second work
+    assert child != here
+    release.write_text("released")
+    assert got_second() == (child, "released")  # the same child, after the first
+
+
+@needs_two
+def test_each_work_falls_back_on_its_own() -> None:
+    here = os.getpid()
+
+    def fails_there() -> int:
+        if os.getpid() != here:
+            raise RuntimeError("only in the child")
+        return -1
+
+    got = ahead_each([fails_there, os.getpid, lambda: os.getpid() if os.getpid() == here else os._exit(3),
+                      os.getpid])
+    results = [g() for g in got]
+    assert results[0] == -1  # ran again here
+    assert results[1] != here  # the child went on after the failure
+    assert results[2] == here and results[3] == here  # the child died: what it had not delivered runs here
+
+
+def test_no_works_and_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ahead_each([]) == []
+    monkeypatch.setenv("PLAN_JOBS", "1")
+    assert [g() for g in ahead_each([os.getpid, lambda: 7])] == [os.getpid(), 7]
 
 
 def test_with_plan_jobs_1_it_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,3 +166,33 @@ def test_a_reports_levers_are_priced_in_a_second_process_while_the_questions_are
     assert [(a.values, a.reason) for a in ahead_.levers] == [(a.values, a.reason) for a in here.levers]
     assert int(priced_in.read_text()) == os.getpid()
     assert len(ahead_.levers) >= 10
+
+
+@needs_two
+def test_an_html_reports_plan_figures_are_drawn_after_the_levers_in_their_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+    from planc.cli import main
+    from planc.report import figures
+    from planc.solve.sensitivity import Sensitivities
+
+    log = tmp_path / "log"
+    own_prices, own_figures = Sensitivities.lever_prices, figures.plan_figures
+
+    def prices(self: Sensitivities) -> object:
+        with log.open("a") as f:
+            f.write(f"levers {os.getpid()}\n")
+        return own_prices(self)
+
+    def plan_figures(lowered: object) -> object:
+        with log.open("a") as f:
+            f.write(f"figures {os.getpid()}\n")
+        return own_figures(lowered)
+
+    monkeypatch.setattr(Sensitivities, "lever_prices", prices)
+    monkeypatch.setattr(figures, "plan_figures", plan_figures)
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    result = CliRunner().invoke(main, ["compile", str(example), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    (what, pid), (then, same) = (line.split() for line in log.read_text().splitlines())
+    assert (what, then) == ("levers", "figures") and pid == same and int(pid) != os.getpid()

@@ -18,10 +18,13 @@ Contract
 - From the answers: a tornado chart for each `solve.Sensitivity` (the 8 largest
   elasticities) and a Pareto scatter for each search whose `pareto` is non-empty.
 - Output is byte-identical across runs: `svg.hashsalt` fixed, no date or creator metadata.
-  matplotlib is imported inside `build_figures` only (the Markdown path never loads it), and
+  matplotlib is imported inside the drawing functions only (the Markdown path never loads it), and
   pyplot never: figures are `matplotlib.figure.Figure` objects, dropped once saved. rc
   settings are scoped with `rc_context`. Nothing is read from disk or the network.
 - A plan that did not compile (`compilation.lowered is None`) has no figures.
+- `build_figures` is `joined(plan_figures(lowered), answer_figures(compilation))`: the plan's
+  figures need only the lowered plan, so the CLI draws them in a second process while the
+  questions are answered, and the answers' once they are.
 - The answers' figures are drawn in `answer_figures.py`, and both draw with the kit in
   `chart.py` (settings, colours, units, SVG output).
 """
@@ -66,6 +69,13 @@ def build_figures(compilation: Any) -> list[Figure]:
     lowered = getattr(compilation, "lowered", None)
     if lowered is None:
         return []
+    return joined(plan_figures(lowered), answer_figures(compilation))
+
+
+def plan_figures(lowered: Any) -> list[Figure]:
+    """The figures the plan's kinds declare, drawn from the lowered plan alone (so they can be
+    drawn before the questions are answered: `jobs.ahead`). Names as drawn: `joined` makes them
+    unique together with the answers' figures."""
     import matplotlib
 
     plan = _Plan(lowered.elaborated, lowered.values)
@@ -73,31 +83,49 @@ def build_figures(compilation: Any) -> list[Figure]:
     with matplotlib.rc_context(_RC):
         for declared in plan.el.figures:
             out += _drawn(_DECLARED[declared.name], plan, _Roles(declared))
+    return out
+
+
+def answer_figures(compilation: Any) -> list[Figure]:
+    """The answers' figures: the input ranges, one tornado for the headline result (the first
+    `summary` item; the report's tables give the elasticities of the others) and a Pareto
+    scatter for each search with a front."""
+    lowered = getattr(compilation, "lowered", None)
+    if lowered is None:
+        return []
+    import matplotlib
+
+    out: list[Figure] = []
+    with matplotlib.rc_context(_RC):
         uncertainty = getattr(compilation, "uncertainty", None)
         if uncertainty is not None:
             out += _drawn(_ranges, lowered, uncertainty)
-        # One tornado: the headline result (the first `summary` item); the report's tables
-        # give the elasticities of the others.
         for sensitivity in (getattr(compilation, "sensitivities", None) or [])[:1]:
             out += _drawn(_tornado, sensitivity)
         for answer in getattr(compilation, "answers", None) or []:
             if getattr(answer, "kind", None) == "search" and getattr(answer, "pareto", None):
                 out += _drawn(_pareto_scatter, answer)
-    return _unique_names(out)
+    return out
 
 
-def has_figures(compilation: Any) -> bool:
-    """Whether `build_figures` would draw anything (a deployment, input ranges, a sensitivity, a
-    Pareto front), decided without importing matplotlib: so a report can say that figures were
-    left out because matplotlib is missing, and stay quiet for a plan that has none."""
-    lowered = getattr(compilation, "lowered", None)
-    if lowered is None:
-        return False
-    return bool(lowered.elaborated.figures
-                or getattr(compilation, "uncertainty", None) is not None
-                or getattr(compilation, "sensitivities", None)
-                or any(getattr(a, "kind", None) == "search" and getattr(a, "pareto", None)
-                       for a in getattr(compilation, "answers", None) or []))
+def joined(plan: list[Figure], answers: list[Figure]) -> list[Figure]:
+    """The plan's figures then the answers', as `build_figures` gives them: names made unique."""
+    return _unique_names(plan + answers)
+
+
+def has_plan_figures(lowered: Any) -> bool:
+    """Whether `plan_figures` would draw anything, decided without importing matplotlib (so a
+    report can say that figures were left out for want of it, and stay quiet for a plan that
+    has none); `has_answer_figures` the same for `answer_figures`."""
+    return lowered is not None and bool(lowered.elaborated.figures)
+
+
+def has_answer_figures(compilation: Any) -> bool:
+    return getattr(compilation, "lowered", None) is not None and bool(
+        getattr(compilation, "uncertainty", None) is not None
+        or getattr(compilation, "sensitivities", None)
+        or any(getattr(a, "kind", None) == "search" and getattr(a, "pareto", None)
+               for a in getattr(compilation, "answers", None) or []))
 
 
 def _drawn(draw: Any, *args: Any) -> list[Figure]:

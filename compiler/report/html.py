@@ -293,14 +293,38 @@ MATPLOTLIB_MISSING = "drawing its figures needs matplotlib ({detail}); install i
 def drawable_figures(compilation: Any) -> tuple[list[Any], str | None]:
     """The figures of a compilation, and None; or no figures and why, when the plan has figures
     but matplotlib (or a library it needs) cannot be imported. A plan without figures is ([], None)."""
-    from .figures import build_figures, has_figures
+    lowered = getattr(compilation, "lowered", None)
+    if lowered is None:
+        return [], None
+    return joined_figures(drawable_plan_figures(lowered), drawable_answer_figures(compilation))
+
+
+def drawable_plan_figures(lowered: Any) -> tuple[list[Any], str | None]:
+    """`drawable_figures`' first part: the figures the plan's kinds declare, from the lowered
+    plan alone (what the answers add is `drawable_answer_figures`; `joined_figures` puts the two together)."""
+    from .figures import has_plan_figures, plan_figures
 
     try:
-        return list(build_figures(compilation)), None
+        return list(plan_figures(lowered)), None
     except ImportError as exc:
-        if not has_figures(compilation):
-            return [], None
-        return [], MATPLOTLIB_MISSING.format(detail=exc)
+        return [], (MATPLOTLIB_MISSING.format(detail=exc) if has_plan_figures(lowered) else None)
+
+
+def drawable_answer_figures(compilation: Any) -> tuple[list[Any], str | None]:
+    from .figures import answer_figures, has_answer_figures
+
+    try:
+        return list(answer_figures(compilation)), None
+    except ImportError as exc:
+        return [], (MATPLOTLIB_MISSING.format(detail=exc) if has_answer_figures(compilation) else None)
+
+
+def joined_figures(plan: tuple[list[Any], str | None], answers: tuple[list[Any], str | None]
+                   ) -> tuple[list[Any], str | None]:
+    """The two parts as `drawable_figures` gives them: the figures, and why some are missing."""
+    from .figures import joined
+
+    return joined(plan[0], answers[0]), plan[1] or answers[1]
 
 
 def figures_of(compilation: Any) -> list[Any]:

@@ -3,11 +3,12 @@ equation for an unknown, scenarios, comparisons, sweeps, searches — and the se
 the headline numbers.
 
 Contract
-- `answer(program, lowered, sink, progress=) -> (answers, sensitivities, bindings, levers)` runs after
+- `answer(program, lowered, sink, progress=) -> (answers, sensitivities, bindings, levers, also)` runs after
   lowering: the answers in question order, the elasticities of each summary item, the
   `max`/`min` choices behind the headline (the first summary item), and a function that prices
   every lever that applies (the plan's, then its kinds'; called by the report, not by a check)
-  as a variant of the plan on the summary and the checks. Every answer is a typed record
+  as a variant of the plan on the summary and the checks, and what `also_ahead` gives (work the
+  report needs, done in the levers' second process). Every answer is a typed record
   (`answers.py`) the report formats; nothing here formats text for people except the algebra
   (LaTeX).
 - One module per question kind, each a mixin over `SolverBase` (`base.py`: fields, variants,
@@ -20,9 +21,10 @@ Contract
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .. import diagnostics as dx
-from ..jobs import ahead
+from ..jobs import ahead_each
 from ..lower import Lowered
 from ..semantics import ir
 from ..semantics.resolve import Program
@@ -37,17 +39,26 @@ __all__ = ["Answer", "AskAnswer", "Choice", "LeverAnswer", "Limit", "Sensitivity
 
 
 def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool = False,
-           progress: Callable[[str], None] | None = None
-           ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]]]:
+           progress: Callable[[str], None] | None = None, also_ahead: Callable[[], Any] | None = None
+           ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]],
+                      Callable[[], Any] | None]:
     """`price_ahead`: a report will read the levers, so their pricing starts now, in a second
-    process when there is one (`jobs.ahead`), while this one answers the questions. `progress`
-    is told of a step that can take over a second (a search of many configurations)."""
+    process when there is one (`jobs.ahead_each`), while this one answers the questions.
+    `also_ahead`: more work the report needs from the lowered plan, done in that process after
+    the levers; the last item gives its result (None without it). `progress` is told of a step
+    that can take over a second (a search of many configurations)."""
     solver = Solver(program, lowered, sink)
     if progress is not None:
         solver.progress = progress
     levers: Callable[[], list[LeverAnswer]] = solver.levers
+    works: list[Callable[[], Any]] = []
     if price_ahead and lowered.elaborated.summary and lowered.levers:
-        prices = ahead(solver.lever_prices)
+        works.append(solver.lever_prices)
+    if also_ahead is not None:
+        works.append(also_ahead)
+    started = ahead_each(works)
+    if price_ahead and lowered.elaborated.summary and lowered.levers:
+        prices = started.pop(0)
 
         def levers() -> list[LeverAnswer]:
             return solver.levers(prices())
@@ -56,7 +67,7 @@ def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool 
         result = solver.question(q)
         if result is not None:
             answers.append(result)
-    return answers, solver.sensitivities(), solver.headline_choices(), levers
+    return answers, solver.sensitivities(), solver.headline_choices(), levers, (started[0] if started else None)
 
 
 class Solver(Asks, Tables, Searches, Sensitivities):
