@@ -61,7 +61,7 @@ def _stages(brief: bool) -> list[tuple[str, float]]:
 
     figures = figures_of(compilation)
     mark("figures (matplotlib)")
-    page = render_html(doc, figures)
+    page = render_html(doc, figures, figure_images=True)  # the PDF's page, as render_pdf makes it
     mark("HTML page")
     import weasyprint  # type: ignore[import-untyped]
     from planc.report.pdf import _templates_dir, restricted_fetcher

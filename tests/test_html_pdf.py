@@ -164,6 +164,27 @@ def test_html_places_figures_when_there_are_any(flagship: Rendered) -> None:
         assert re.search(r'<svg id="f0_svg"', flagship.html)
 
 
+def test_the_pdfs_page_carries_each_figure_as_an_image_of_the_same_svg(flagship: Rendered) -> None:
+    """The PDF is laid out from the HTML page with every inline SVG made an `<img>` of that SVG
+    (WeasyPrint draws both alike without the page's stylesheet run over the figure's elements):
+    nothing else on the page changes."""
+    import base64
+
+    if not flagship.figures:
+        pytest.skip("no figures without matplotlib")
+    printed = render_html(flagship.doc, flagship.figures, figure_images=True)
+    assert "<svg" not in printed
+    images = re.findall(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)">', printed)
+    assert len(images) == len(flagship.figures) == flagship.html.count("<svg id=")
+
+    def inline(match: re.Match[str]) -> str:
+        svg = base64.b64decode(match.group(1)).decode()
+        return svg.removeprefix('<?xml version="1.0" encoding="utf-8"?>\n')
+
+    assert re.sub(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="[^"]*">', inline, printed) == flagship.html
+    assert sorted(alt for _, alt in images) == sorted(escape(f.title) for f in flagship.figures)  # alt text: its title
+
+
 def test_html_escapes_everything_the_plan_says(evil: Rendered) -> None:
     html = evil.html
     assert "<script" not in html.lower() and "<img" not in html.lower() and "<link" not in html.lower()
@@ -418,6 +439,22 @@ def evil_pdfs(evil: Rendered) -> list[bytes]:
         return [render_pdf(evil.doc, evil.figures) for _ in range(2)]
     finally:
         mp.undo()
+
+
+@needs_weasyprint
+def test_the_pdf_is_laid_out_from_the_page_with_figure_images(evil: Rendered, monkeypatch: pytest.MonkeyPatch) -> None:
+    from planc.report import pdf
+
+    asked: list[bool] = []
+    own = pdf.render_html
+
+    def recorded(*args: object, figure_images: bool = False, **kwargs: object) -> str:
+        asked.append(figure_images)
+        return own(*args, figure_images=figure_images, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pdf, "render_html", recorded)
+    assert pdf.render_pdf(evil.doc, evil.figures).startswith(b"%PDF-")
+    assert asked == [True]
 
 
 @needs_weasyprint

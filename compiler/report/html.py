@@ -1,10 +1,13 @@
 """Render the design document as one self-contained HTML file (also the source of the PDF).
 
-Contract: `render_html(doc, figures=(), created=None) -> str`, byte-identical for the same
-inputs. The page follows the Markdown design document section by section, adds a table of
-contents, and references nothing outside itself: the stylesheet (`design.css`, read from the
-package) is inlined, math is HTML text from `mathhtml`, figures are inline SVG from `figures`,
-and the only links are in-page `#anchors`.
+Contract: `render_html(doc, figures=(), created=None, figure_images=False) -> str`,
+byte-identical for the same inputs. The page follows the Markdown design document section by
+section, adds a table of contents, and references nothing outside itself: the stylesheet
+(`design.css`, read from the package) is inlined, math is HTML text from `mathhtml`, figures are
+inline SVG from `figures`, and the only links are in-page `#anchors`. With `figure_images` (the
+PDF's page) each figure is instead an `<img>` whose source is its SVG document as a `data:` URL:
+WeasyPrint draws it with the same SVG renderer, to the same pixels, without running the page's
+stylesheet over the figure's elements (about half of all the elements of the brief document).
 
 Escaping: the Jinja environment autoescapes and is strict. Every string from the plan reaches
 the page as text. Markup is made in this module only, for three things we generate ourselves:
@@ -13,6 +16,7 @@ the package's stylesheet, the markup of a formula (`mathhtml`), and the SVG of a
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -71,13 +75,15 @@ class Page:
     source: list[tuple[str, str]]  # the plan's text as (token class, piece), for the appendix
 
 
-def render_html(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None) -> str:
+def render_html(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None,
+                figure_images: bool = False) -> str:
     """The page; `created` (ISO 8601) is written as the document's date, for the PDF's metadata."""
-    page = build_page(doc, figures, created)
+    page = build_page(doc, figures, created, figure_images)
     return _env().get_template("design.html.j2").render(doc=doc, page=page)
 
 
-def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None) -> Page:
+def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: str | None = None,
+               figure_images: bool = False) -> Page:
     anchors = _Anchors()
     fixed = document_parts(doc)
     placed = place(figures, doc)
@@ -93,7 +99,8 @@ def build_page(doc: DocumentView, figures: Sequence[FigureLike] = (), created: s
     quantities = {q.id: anchors.new("q-" + q.id) for q in [*doc.assumptions, *doc.specifications,
                   *(q for s in doc.sections for q in s.quantities)] if q.id in doc.linked}
     question_anchors = [anchors.new("question-" + q.title) for q in doc.questions]
-    views = {key: [_figure(f, anchors.new("figure-" + f.name), n) for n, f in figs] for key, figs in placed.items()}
+    views = {key: [_figure(f, anchors.new("figure-" + f.name), n, figure_images) for n, f in figs]
+             for key, figs in placed.items()}
     return Page(
         css=_stylesheet(),
         created=created,
@@ -145,9 +152,14 @@ def _math(tex: str, inline: bool) -> Markup:
 # ---- figures ------------------------------------------------------------------------------
 
 
-def _figure(fig: FigureLike, anchor: str, n: int) -> FigureView:
+def _figure(fig: FigureLike, anchor: str, n: int, as_image: bool = False) -> FigureView:
     # `_` never occurs in a page anchor, so a figure's ids cannot collide with the page's
-    return FigureView(anchor, fig.title, fig.caption, Markup(inline_svg(fig.svg, f"f{n}_")))
+    svg = inline_svg(fig.svg, f"f{n}_")
+    if not as_image:
+        return FigureView(anchor, fig.title, fig.caption, Markup(svg))
+    data = base64.b64encode(('<?xml version="1.0" encoding="utf-8"?>\n' + svg).encode()).decode("ascii")
+    return FigureView(anchor, fig.title, fig.caption,
+                      Markup('<img src="data:image/svg+xml;base64,{}" alt="{}">').format(data, fig.title))
 
 
 _TAG = re.compile(r"<[^!?/][^>]*>")

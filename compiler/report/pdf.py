@@ -2,7 +2,8 @@
 
 Contract: `render_pdf(doc, figures=()) -> bytes`, byte-identical for the same inputs on the same
 machine. The page is the one `render_html` writes (print media: page numbers, a table of contents
-with page numbers). Nothing is fetched: a `URLFetcher` allows `data:` URLs and files inside the
+with page numbers), with its figures as images of their SVG (`figure_images`: the same drawing,
+without the page's stylesheet run over every element of every figure). Nothing is fetched: a `URLFetcher` allows `data:` URLs and files inside the
 package's own `templates` folder and refuses everything else, so a plan cannot make the PDF read
 (or embed) a local file or reach the network. The PDF carries no date unless `SOURCE_DATE_EPOCH`
 is set, in which case that is its creation and modification date; the fonts embedded in it are
@@ -45,7 +46,7 @@ def require_weasyprint() -> Any:
 
 def render_pdf(doc: DocumentView, figures: Sequence[FigureLike] = ()) -> bytes:
     weasyprint = require_weasyprint()
-    html = render_html(doc, figures, created=source_date())
+    html = render_html(doc, figures, created=source_date(), figure_images=True)
     fetcher = restricted_fetcher()
     with _only_errors(logging.getLogger("weasyprint")), _source_date_epoch():
         document = weasyprint.HTML(string=html, base_url=_templates_dir().as_uri() + "/", url_fetcher=fetcher)
