@@ -10,6 +10,7 @@ requirement on derived quantities fails, E0408), 2 the plan is invalid.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,10 +79,10 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
     """`texts`: real paths to text that stands in for those files on disk (the language
     server's unsaved buffers). `report`: a document will be rendered from the result, so the
     levers it prices start at once, in a second process when there is one, while the questions
-    are answered (the same prices either way). `also`: more work the report needs from the
-    lowered plan alone (the CLI: the plan's figures), done in that process after the levers;
-    `Compilation.also` gives its result. `progress` is told of a step that can take over a
-    second (the CLI prints it on a terminal)."""
+    are answered (the same prices either way), and after them the input ranges (`uncertainty`)
+    and `also`: more work the report needs from the lowered plan alone (the CLI: the plan's
+    figures), whose result `Compilation.also` gives. `progress` is told of a step that can take
+    over a second (the CLI prints it on a terminal)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
     result = Compilation(shown)
@@ -95,21 +96,35 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
         if not sink.has_errors:
             unused(program, elaborated, sink)
             lowered = lower(elaborated, sink)
-            extra = None if also is None or sink.has_errors else (lambda: also(lowered))
+            ranged = not sink.has_errors and any(n.interval for n in elaborated.nodes.values())
+            ahead: list[Callable[[], Any]] = []  # a report's work on the lowered plan alone: after the levers, beside them
+            if report and not sink.has_errors:
+                if ranged:
+                    ahead.append(functools.partial(_propagate, lowered))
+                if also is not None:
+                    ahead.append(functools.partial(also, lowered))
+            started: list[Callable[[], Any]] = []
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
-                result.answers, result.sensitivities, result.bindings, result._levers, result.also = answer(
-                    program, lowered, sink, price_ahead=report, progress=progress, also_ahead=extra)
-            elif extra is not None:
-                from .jobs import ahead
+                result.answers, result.sensitivities, result.bindings, result._levers, started = answer(
+                    program, lowered, sink, price_ahead=report, progress=progress, also_ahead=ahead)
+            elif ahead:
+                from .jobs import ahead_each
 
-                result.also = ahead(extra)
-            if not sink.has_errors and any(n.interval for n in elaborated.nodes.values()):
-                from .uncertainty import propagate
-
-                result.uncertainty = propagate(lowered)
+                started = ahead_each(ahead)
+            uncertainty = started.pop(0) if ahead and ranged else functools.partial(_propagate, lowered)
+            if ahead and also is not None:
+                result.also = started.pop(0)
+            if ranged and not sink.has_errors:
+                result.uncertainty = uncertainty()
             if not sink.has_errors:
                 result.lowered = lowered
     result.diagnostics = sink.sorted()
     return result
+
+
+def _propagate(lowered: Lowered) -> Any:
+    from .uncertainty import propagate  # numpy loads only for a plan with ranges
+
+    return propagate(lowered)

@@ -169,15 +169,21 @@ def test_a_reports_levers_are_priced_in_a_second_process_while_the_questions_are
 
 
 @needs_two
-def test_an_html_reports_plan_figures_are_drawn_after_the_levers_in_their_process(
+def test_an_html_reports_input_ranges_and_plan_figures_are_done_after_the_levers_in_their_process(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
+    from planc import uncertainty
     from planc.cli import main
     from planc.report import figures
     from planc.solve.sensitivity import Sensitivities
 
     log = tmp_path / "log"
-    own_prices, own_figures = Sensitivities.lever_prices, figures.plan_figures
+    own_prices, own_figures, own_ranges = Sensitivities.lever_prices, figures.plan_figures, uncertainty.propagate
+
+    def ranges(lowered: object) -> object:
+        with log.open("a") as f:
+            f.write(f"ranges {os.getpid()}\n")
+        return own_ranges(lowered)  # type: ignore[arg-type]
 
     def prices(self: Sensitivities) -> object:
         with log.open("a") as f:
@@ -191,8 +197,27 @@ def test_an_html_reports_plan_figures_are_drawn_after_the_levers_in_their_proces
 
     monkeypatch.setattr(Sensitivities, "lever_prices", prices)
     monkeypatch.setattr(figures, "plan_figures", plan_figures)
-    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    monkeypatch.setattr(uncertainty, "propagate", ranges)
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"  # its summary has input ranges
     result = CliRunner().invoke(main, ["compile", str(example), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
-    (what, pid), (then, same) = (line.split() for line in log.read_text().splitlines())
-    assert (what, then) == ("levers", "figures") and pid == same and int(pid) != os.getpid()
+    done = [line.split() for line in log.read_text().splitlines()]
+    assert [what for what, _ in done] == ["levers", "ranges", "figures"]
+    assert len({pid for _, pid in done}) == 1 and int(done[0][1]) != os.getpid()
+    assert "over the input ranges" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_a_compile_without_a_report_does_the_input_ranges_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    from planc import uncertainty
+    from planc.pipeline import compile_plan
+
+    pids: list[int] = []
+    own = uncertainty.propagate
+
+    def ranges(lowered: object) -> object:
+        pids.append(os.getpid())
+        return own(lowered)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(uncertainty, "propagate", ranges)
+    result = compile_plan(Path(__file__).parent.parent / "examples" / "100m_dau.plan")  # `plan check`, the language server
+    assert pids == [os.getpid()] and result.uncertainty is not None and result.also is None

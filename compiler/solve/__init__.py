@@ -20,7 +20,7 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import diagnostics as dx
@@ -39,14 +39,14 @@ __all__ = ["Answer", "AskAnswer", "Choice", "LeverAnswer", "Limit", "Sensitivity
 
 
 def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool = False,
-           progress: Callable[[str], None] | None = None, also_ahead: Callable[[], Any] | None = None
+           progress: Callable[[str], None] | None = None, also_ahead: Sequence[Callable[[], Any]] = ()
            ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]],
-                      Callable[[], Any] | None]:
+                      list[Callable[[], Any]]]:
     """`price_ahead`: a report will read the levers, so their pricing starts now, in a second
     process when there is one (`jobs.ahead_each`), while this one answers the questions.
     `also_ahead`: more work the report needs from the lowered plan, done in that process after
-    the levers; the last item gives its result (None without it). `progress` is told of a step
-    that can take over a second (a search of many configurations)."""
+    the levers; the last item gives their results, in order. `progress` is told of a step that
+    can take over a second (a search of many configurations)."""
     solver = Solver(program, lowered, sink)
     if progress is not None:
         solver.progress = progress
@@ -54,8 +54,7 @@ def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool 
     works: list[Callable[[], Any]] = []
     if price_ahead and lowered.elaborated.summary and lowered.levers:
         works.append(solver.lever_prices)
-    if also_ahead is not None:
-        works.append(also_ahead)
+    works.extend(also_ahead)
     started = ahead_each(works)
     if price_ahead and lowered.elaborated.summary and lowered.levers:
         prices = started.pop(0)
@@ -67,7 +66,7 @@ def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool 
         result = solver.question(q)
         if result is not None:
             answers.append(result)
-    return answers, solver.sensitivities(), solver.headline_choices(), levers, (started[0] if started else None)
+    return answers, solver.sensitivities(), solver.headline_choices(), levers, started
 
 
 class Solver(Asks, Tables, Searches, Sensitivities):
