@@ -15,9 +15,10 @@ Contract
   done, never what it gives. `PLAN_JOBS=1` in the environment turns it off.
 - `ahead_each(works) -> list[Callable[[], Any]]` is the same for several pieces of work done one
   after another in one child: each result comes back as soon as its work is done (the first can
-  be used while the child goes on with the next), and each falls back on its own. The CLI prices
-  the levers and then draws the plan's own figures in one child while the questions are
-  answered, and draws the answers' figures in another while the page is built.
+  be used while the child goes on with the next), and each falls back on its own. For a report
+  the compile prices the levers, then carries the input ranges through and (HTML, PDF) draws the
+  plan's own figures, in one child while the questions are answered; the CLI draws the answers'
+  figures in another while the page is built.
 
 The child is forked before anything in this process starts a thread (matplotlib and WeasyPrint
 are not imported yet when the CLI calls it; the language server never does), and it leaves
