@@ -219,5 +219,29 @@ def test_a_compile_without_a_report_does_the_input_ranges_here(monkeypatch: pyte
         return own(lowered)  # type: ignore[arg-type]
 
     monkeypatch.setattr(uncertainty, "propagate", ranges)
-    result = compile_plan(Path(__file__).parent.parent / "examples" / "100m_dau.plan")  # `plan check`, the language server
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    result = compile_plan(example)  # `plan check`, the language server
     assert pids == [os.getpid()] and result.uncertainty is not None and result.also is None
+
+
+def test_a_report_without_questions_does_the_input_ranges_here_while_the_levers_are_priced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from planc import uncertainty
+    from planc.pipeline import compile_plan
+
+    pids: list[int] = []
+    own = uncertainty.propagate
+
+    def ranges(lowered: object) -> object:
+        pids.append(os.getpid())
+        return own(lowered)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(uncertainty, "propagate", ranges)
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    questions = ("ask ", "solve ", "compare ", "scenario ", "search ", "  minimize ", "  -> ")
+    plain = tmp_path / "plain.plan"  # the flagship with its summary and levers but no question
+    plain.write_text("".join(line for line in example.read_text().splitlines(keepends=True)
+                             if not line.startswith(questions)))
+    result = compile_plan(plain, report=True)
+    assert not result.answers and result.levers and result.uncertainty is not None
+    assert pids == [os.getpid()]  # this process would only have waited for the levers
