@@ -207,9 +207,10 @@ def test_an_html_reports_input_ranges_and_plan_figures_are_done_after_the_levers
     assert "over the input ranges" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
-def test_a_compile_without_a_report_does_the_input_ranges_here(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def ranges_done_in(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The processes that carried input ranges through, in order."""
     from planc import uncertainty
-    from planc.pipeline import compile_plan
 
     pids: list[int] = []
     own = uncertainty.propagate
@@ -219,24 +220,20 @@ def test_a_compile_without_a_report_does_the_input_ranges_here(monkeypatch: pyte
         return own(lowered)  # type: ignore[arg-type]
 
     monkeypatch.setattr(uncertainty, "propagate", ranges)
-    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
-    result = compile_plan(example)  # `plan check`, the language server
-    assert pids == [os.getpid()] and result.uncertainty is not None and result.also is None
+    return pids
+
+
+def test_a_compile_without_a_report_does_the_input_ranges_here(ranges_done_in: list[int]) -> None:
+    from planc.pipeline import compile_plan
+
+    result = compile_plan(Path(__file__).parent.parent / "examples" / "100m_dau.plan")  # `plan check`, the language server
+    assert ranges_done_in == [os.getpid()] and result.uncertainty is not None and result.also is None
 
 
 def test_a_report_without_questions_does_the_input_ranges_here_while_the_levers_are_priced(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from planc import uncertainty
+        tmp_path: Path, ranges_done_in: list[int]) -> None:
     from planc.pipeline import compile_plan
 
-    pids: list[int] = []
-    own = uncertainty.propagate
-
-    def ranges(lowered: object) -> object:
-        pids.append(os.getpid())
-        return own(lowered)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(uncertainty, "propagate", ranges)
     example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
     questions = ("ask ", "solve ", "compare ", "scenario ", "search ", "  minimize ", "  -> ")
     plain = tmp_path / "plain.plan"  # the flagship with its summary and levers but no question
@@ -244,4 +241,4 @@ def test_a_report_without_questions_does_the_input_ranges_here_while_the_levers_
                              if not line.startswith(questions)))
     result = compile_plan(plain, report=True)
     assert not result.answers and result.levers and result.uncertainty is not None
-    assert pids == [os.getpid()]  # this process would only have waited for the levers
+    assert ranges_done_in == [os.getpid()]  # this process would only have waited for the levers
