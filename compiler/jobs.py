@@ -15,10 +15,13 @@ Contract
   done, never what it gives. `PLAN_JOBS=1` in the environment turns it off.
 - `ahead_each(works) -> list[Callable[[], Any]]` is the same for several pieces of work done one
   after another in one child: each result comes back as soon as its work is done (the first can
-  be used while the child goes on with the next), and each falls back on its own. For a report
-  the compile prices the levers, then carries the input ranges through and (HTML, PDF) draws the
-  plan's own figures, in one child while the questions are answered; the CLI draws the answers'
-  figures in another while the page is built.
+  be used while the child goes on with the next), and each falls back on its own. A work the
+  child has not started when this process asks for it is taken back and done here, and the child
+  skips it: whichever process gets to a work first does it, once, so the split adapts to which
+  of the two is busier (a plan with few questions leaves this process idle while the child is
+  still on an earlier work). For a report the compile prices the levers, then (HTML, PDF) draws
+  the plan's own figures and carries the input ranges through in one child while the questions
+  are answered; the CLI draws the answers' figures in another while the page is built.
 
 The child is forked before anything in this process starts a thread (matplotlib and WeasyPrint
 are not imported yet when the CLI calls it; the language server never does), and it leaves
@@ -63,12 +66,15 @@ def ahead_each(works: Sequence[Callable[[], Any]]) -> list[Callable[[], Any]]:
     try:
         context = multiprocessing.get_context("fork")
         receive, send = context.Pipe(duplex=False)
-        child = context.Process(target=_run, args=(list(works), send), daemon=True)
+        claims = context.RawArray("b", len(works))  # per work: 0 unclaimed, 1 the child's, 2 this process's
+        lock = context.Lock()
+        child = context.Process(target=_run, args=(list(works), send, claims, lock), daemon=True)
         child.start()
     except (OSError, ValueError):  # no fork here, or no process to spare: do it when asked
         return list(works)
     send.close()  # this process keeps only the reading end, so a dead child reads as the end of the pipe
-    delivered: list[Any] = []  # the results received so far, in order (_AGAIN where there is none)
+    delivered: list[Any] = []  # the child's word on each work so far, in order (_AGAIN where it gave no result)
+    taken: dict[int, Any] = {}  # the results of the works this process took back
 
     def receive_up_to(index: int) -> None:
         while len(delivered) <= index:
@@ -84,6 +90,11 @@ def ahead_each(works: Sequence[Callable[[], Any]]) -> list[Callable[[], Any]]:
 
     def getter(index: int) -> Callable[[], Any]:
         def result() -> Any:
+            if index in taken:
+                return taken[index]
+            if len(delivered) <= index and _claim(claims, lock, index, _HERE):  # not started there: done here
+                taken[index] = works[index]()
+                return taken[index]
             receive_up_to(index)
             value = delivered[index]
             return works[index]() if value is _AGAIN else value
@@ -94,12 +105,26 @@ def ahead_each(works: Sequence[Callable[[], Any]]) -> list[Callable[[], Any]]:
 
 
 _AGAIN = object()  # the child gave no result: the work runs in this process
+_CHILD, _HERE = 1, 2
 
 
-def _run(works: list[Callable[[], Any]], send: Any) -> None:
+def _claim(claims: Any, lock: Any, index: int, who: int) -> bool:
+    """Whether `who` gets work `index` (no one had it), marking it theirs."""
+    with lock:
+        if claims[index]:
+            return bool(claims[index] == who)
+        claims[index] = who
+        return True
+
+
+def _run(works: list[Callable[[], Any]], send: Any, claims: Any, lock: Any) -> None:
     """In the child: each work's result in turn, or word that there is none (the parent then
-    runs that work itself, and so raises the same exception the child met)."""
-    for work in works:
+    runs that work itself, and so raises the same exception the child met), or that the parent
+    took it first."""
+    for index, work in enumerate(works):
+        if not _claim(claims, lock, index, _CHILD):
+            send.send(("taken", None))
+            continue
         try:
             value = work()
         except BaseException:

@@ -79,10 +79,10 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
     """`texts`: real paths to text that stands in for those files on disk (the language
     server's unsaved buffers). `report`: a document will be rendered from the result, so the
     levers it prices start at once, in a second process when there is one, while the questions
-    are answered (the same prices either way); after them there, the input ranges
-    (`uncertainty`, when the plan has questions for this process to answer meanwhile) and `also`:
-    more work the report needs from the lowered plan alone (the CLI: the plan's figures), whose
-    result `Compilation.also` gives. `progress` is told of a step that can take
+    are answered (the same prices either way); after them there, `also` (more work the report
+    needs from the lowered plan alone, the CLI's figures of the plan; `Compilation.also` gives its
+    result) and the input ranges (`uncertainty`). What that process has not started
+    when this one needs it is done here (`jobs.ahead_each`). `progress` is told of a step that can take
     over a second (the CLI prints it on a terminal)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
@@ -98,12 +98,13 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
             unused(program, elaborated, sink)
             lowered = lower(elaborated, sink)
             ranged = not sink.has_errors and any(n.interval for n in elaborated.nodes.values())
-            # a report's work on the lowered plan alone, after the levers and beside this process; the
-            # input ranges only when there are questions (else this process would just wait for the levers)
-            ranged_ahead = report and ranged and bool(elaborated.questions)
+            # a report's work on the lowered plan alone, after the levers and beside this process, which
+            # takes back what the child has not started when it needs it (the input ranges last: this
+            # process does them when its questions end before the child's earlier work)
+            ranged_ahead = report and ranged
             also_ahead = report and not sink.has_errors and also is not None
-            ahead = ([functools.partial(_propagate, lowered)] if ranged_ahead else []) + (
-                [functools.partial(also, lowered)] if also_ahead and also is not None else [])
+            ahead = ([functools.partial(also, lowered)] if also_ahead and also is not None else []) + (
+                [functools.partial(_propagate, lowered)] if ranged_ahead else [])
             started: list[Callable[[], Any]] = []
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
@@ -114,9 +115,9 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
                 from .jobs import ahead_each
 
                 started = ahead_each(ahead)
-            uncertainty = started.pop(0) if ranged_ahead else functools.partial(_propagate, lowered)
             if also_ahead:
                 result.also = started.pop(0)
+            uncertainty = started.pop(0) if ranged_ahead else functools.partial(_propagate, lowered)
             if ranged and not sink.has_errors:
                 result.uncertainty = uncertainty()
             if not sink.has_errors:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from planc.jobs import ahead, ahead_each, cpu_cores
+
+T = TypeVar("T")
 
 # the machine's cores, whatever PLAN_JOBS the environment sets
 needs_two = pytest.mark.skipif(cpu_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods(),
@@ -23,10 +26,35 @@ def every_core(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+def _marking(mark: Path, work: Callable[[], T]) -> Callable[[], T]:
+    """`work`, noting in `mark` that it has started (in whichever process runs it)."""
+    def marked() -> T:
+        mark.write_text(str(os.getpid()))
+        return work()
+    return marked
+
+
+def _wait_for(mark: Path) -> None:
+    """Until the child has started the work that writes `mark` (so this process cannot take it back)."""
+    for _ in range(2000):
+        if mark.exists():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"{mark} never appeared")
+
+
+def _wait_for_the_children() -> None:
+    for _ in range(2000):
+        if not multiprocessing.active_children():
+            return
+        time.sleep(0.005)
+
+
 @needs_two
-def test_the_work_runs_in_another_process_and_its_result_comes_back() -> None:
+def test_the_work_runs_in_another_process_and_its_result_comes_back(tmp_path: Path) -> None:
     here = os.getpid()
-    result = ahead(lambda: (os.getpid(), [("svg", "<svg/>" * 50_000)]))  # larger than a pipe's buffer
+    result = ahead(_marking(tmp_path / "m", lambda: (os.getpid(), [("svg", "<svg/>" * 50_000)])))  # larger than a pipe's buffer
+    _wait_for(tmp_path / "m")
     pid, value = result()
     assert pid != here
     assert value == [("svg", "<svg/>" * 50_000)]
@@ -38,9 +66,6 @@ def test_several_works_run_in_turn_in_one_child_and_each_result_comes_back_when_
     here = os.getpid()
     release = tmp_path / "go"
 
-    def first() -> int:
-        return os.getpid()
-
     def second() -> tuple[int, str]:
         for _ in range(2000):  # waits until this process has read the first result
             if release.exists():
@@ -48,7 +73,8 @@ def test_several_works_run_in_turn_in_one_child_and_each_result_comes_back_when_
             time.sleep(0.005)
         return os.getpid(), "never released"
 
-    got_first, got_second = ahead_each([first, second])
+    got_first, got_second = ahead_each([_marking(tmp_path / "m", os.getpid), _marking(tmp_path / "m2", second)])
+    _wait_for(tmp_path / "m2")
     child = got_first()  # delivered while the child still waits inside the second work
     assert child != here
     release.write_text("released")
@@ -56,7 +82,34 @@ def test_several_works_run_in_turn_in_one_child_and_each_result_comes_back_when_
 
 
 @needs_two
-def test_each_work_falls_back_on_its_own() -> None:
+def test_a_work_the_child_has_not_started_is_taken_back_and_done_once(tmp_path: Path) -> None:
+    here = os.getpid()
+    release, ran = tmp_path / "go", tmp_path / "ran"
+
+    def first() -> int:
+        for _ in range(2000):  # the child is busy with this until released
+            if release.exists():
+                break
+            time.sleep(0.005)
+        return os.getpid()
+
+    def second() -> int:
+        with ran.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        return os.getpid()
+
+    got_first, got_second = ahead_each([_marking(tmp_path / "m", first), second])
+    _wait_for(tmp_path / "m")
+    assert got_second() == here  # taken back: done here, without waiting for the first
+    assert got_second() == here
+    release.write_text("go")
+    assert got_first() != here
+    _wait_for_the_children()
+    assert ran.read_text().split() == [str(here)]  # the child skipped it: done once, here
+
+
+@needs_two
+def test_each_work_falls_back_on_its_own(tmp_path: Path) -> None:
     here = os.getpid()
 
     def fails_there() -> int:
@@ -64,8 +117,12 @@ def test_each_work_falls_back_on_its_own() -> None:
             raise RuntimeError("only in the child")
         return -1
 
-    got = ahead_each([fails_there, os.getpid, lambda: os.getpid() if os.getpid() == here else os._exit(3),
-                      os.getpid])
+    def dies_there() -> int:
+        return os.getpid() if os.getpid() == here else os._exit(3)
+
+    got = ahead_each([fails_there, os.getpid, _marking(tmp_path / "m", dies_there), os.getpid])
+    _wait_for(tmp_path / "m")
+    _wait_for_the_children()
     results = [g() for g in got]
     assert results[0] == -1  # ran again here
     assert results[1] != here  # the child went on after the failure
@@ -84,21 +141,22 @@ def test_with_plan_jobs_1_it_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @needs_two
-def test_an_exception_in_the_child_is_raised_here_as_it_would_be_without_it() -> None:
+def test_an_exception_in_the_child_is_raised_here_as_it_would_be_without_it(tmp_path: Path) -> None:
     calls: list[int] = []
 
     def work() -> None:
         calls.append(os.getpid())
         raise ImportError("no matplotlib")
 
-    result = ahead(work)
+    result = ahead(_marking(tmp_path / "m", work))
+    _wait_for(tmp_path / "m")
     with pytest.raises(ImportError, match="no matplotlib"):
         result()
     assert calls == [os.getpid()]  # the child's attempt is not this process's list: it ran again here
 
 
 @needs_two
-def test_a_child_that_dies_or_returns_what_does_not_pickle_leaves_the_work_to_this_process() -> None:
+def test_a_child_that_dies_or_returns_what_does_not_pickle_leaves_the_work_to_this_process(tmp_path: Path) -> None:
     here = os.getpid()
 
     def dies() -> int:
@@ -106,12 +164,16 @@ def test_a_child_that_dies_or_returns_what_does_not_pickle_leaves_the_work_to_th
             os._exit(3)
         return 42
 
-    assert ahead(dies)() == 42
+    result = ahead(_marking(tmp_path / "m", dies))
+    _wait_for(tmp_path / "m")
+    assert result() == 42
 
     def unpicklable() -> object:
         return (lambda: os.getpid()) if os.getpid() != here else "here"
 
-    assert ahead(unpicklable)() == "here"
+    result = ahead(_marking(tmp_path / "m2", unpicklable))
+    _wait_for(tmp_path / "m2")
+    assert result() == "here"
 
 
 @needs_two
@@ -175,10 +237,12 @@ def test_an_html_reports_input_ranges_and_plan_figures_are_done_after_the_levers
     from planc import uncertainty
     from planc.cli import main
     from planc.report import figures
+    from planc.solve import Solver
     from planc.solve.sensitivity import Sensitivities
 
     log = tmp_path / "log"
     own_prices, own_figures, own_ranges = Sensitivities.lever_prices, figures.plan_figures, uncertainty.propagate
+    own_question = Solver.question
 
     def ranges(lowered: object) -> object:
         with log.open("a") as f:
@@ -195,43 +259,52 @@ def test_an_html_reports_input_ranges_and_plan_figures_are_done_after_the_levers
             f.write(f"figures {os.getpid()}\n")
         return own_figures(lowered)
 
+    def slow_question(self: Solver, q: object) -> object:  # this process busy long enough for the child
+        time.sleep(0.2)                                     # to reach every work before it asks (else it
+        return own_question(self, q)                        # would take back what the child had not started)
+
     monkeypatch.setattr(Sensitivities, "lever_prices", prices)
     monkeypatch.setattr(figures, "plan_figures", plan_figures)
     monkeypatch.setattr(uncertainty, "propagate", ranges)
+    monkeypatch.setattr(Solver, "question", slow_question)
     example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"  # its summary has input ranges
     result = CliRunner().invoke(main, ["compile", str(example), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 0, result.output
     done = [line.split() for line in log.read_text().splitlines()]
-    assert [what for what, _ in done] == ["levers", "ranges", "figures"]
-    assert len({pid for _, pid in done}) == 1 and int(done[0][1]) != os.getpid()
+    assert sorted(what for what, _ in done) == ["figures", "levers", "ranges"]  # each once
+    (levers, child), (figures, same) = done[:2]
+    assert (levers, figures) == ("levers", "figures") and child == same and int(child) != os.getpid()
+    # the ranges last there, or here when this process ended its questions first: by whichever was free
+    assert dict(done)["ranges"] in (child, str(os.getpid()))
     assert "over the input ranges" in (tmp_path / "r.html").read_text(encoding="utf-8")
 
 
 @pytest.fixture
-def ranges_done_in(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The processes that carried input ranges through, in order."""
+def ranges_done_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], list[int]]:
+    """The processes that carried input ranges through, in order (a file, which a child writes too)."""
     from planc import uncertainty
 
-    pids: list[int] = []
+    log = tmp_path / "ranges"
     own = uncertainty.propagate
 
     def ranges(lowered: object) -> object:
-        pids.append(os.getpid())
+        with log.open("a") as f:
+            f.write(f"{os.getpid()}\n")
         return own(lowered)  # type: ignore[arg-type]
 
     monkeypatch.setattr(uncertainty, "propagate", ranges)
-    return pids
+    return lambda: [int(pid) for pid in log.read_text().split()] if log.exists() else []
 
 
-def test_a_compile_without_a_report_does_the_input_ranges_here(ranges_done_in: list[int]) -> None:
+def test_a_compile_without_a_report_does_the_input_ranges_here(ranges_done_in: Callable[[], list[int]]) -> None:
     from planc.pipeline import compile_plan
 
     result = compile_plan(Path(__file__).parent.parent / "examples" / "100m_dau.plan")  # `plan check`, the language server
-    assert ranges_done_in == [os.getpid()] and result.uncertainty is not None and result.also is None
+    assert ranges_done_in() == [os.getpid()] and result.uncertainty is not None and result.also is None
 
 
 def test_a_report_without_questions_does_the_input_ranges_here_while_the_levers_are_priced(
-        tmp_path: Path, ranges_done_in: list[int]) -> None:
+        tmp_path: Path, ranges_done_in: Callable[[], list[int]]) -> None:
     from planc.pipeline import compile_plan
 
     example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
@@ -241,4 +314,22 @@ def test_a_report_without_questions_does_the_input_ranges_here_while_the_levers_
                              if not line.startswith(questions)))
     result = compile_plan(plain, report=True)
     assert not result.answers and result.levers and result.uncertainty is not None
-    assert ranges_done_in == [os.getpid()]  # this process would only have waited for the levers
+    assert ranges_done_in() == [os.getpid()]  # this process would only have waited for the levers
+
+
+@needs_two
+def test_a_report_whose_questions_outlast_the_levers_has_its_input_ranges_done_by_the_child(
+        monkeypatch: pytest.MonkeyPatch, ranges_done_in: Callable[[], list[int]]) -> None:
+    from planc.pipeline import compile_plan
+    from planc.solve import Solver
+
+    own = Solver.question
+
+    def slow_question(self: Solver, q: object) -> object:  # the questions outlast the levers, surely
+        time.sleep(0.2)
+        return own(self, q)
+
+    monkeypatch.setattr(Solver, "question", slow_question)
+    result = compile_plan(Path(__file__).parent.parent / "examples" / "100m_dau.plan", report=True)
+    done = ranges_done_in()
+    assert result.uncertainty is not None and len(done) == 1 and done[0] != os.getpid()
