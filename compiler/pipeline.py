@@ -81,9 +81,9 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
     levers it prices start at once, in a second process when there is one, while the questions
     are answered (the same prices either way); after them there, `also` (more work the report
     needs from the lowered plan alone, the CLI's figures of the plan; `Compilation.also` gives its
-    result) and the input ranges (`uncertainty`). What that process has not started
-    when this one needs it is done here (`jobs.ahead_each`). `progress` is told of a step that can take
-    over a second (the CLI prints it on a terminal)."""
+    result) and the input ranges (`uncertainty`). What that process has not started when this one
+    needs it is done here (`jobs.ahead_each`). `progress` is told of a step that can take over a
+    second (the CLI prints it on a terminal)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
     result = Compilation(shown)
