@@ -260,7 +260,7 @@ def test_an_html_reports_input_ranges_and_plan_figures_are_done_after_the_levers
         return own_figures(lowered)
 
     def slow_question(self: Solver, q: object) -> object:  # this process busy long enough for the child
-        time.sleep(0.2)                                     # to reach every work before it asks (else it
+        time.sleep(0.3)                                     # to reach every work before it asks (else it
         return own_question(self, q)                        # would take back what the child had not started)
 
     monkeypatch.setattr(Sensitivities, "lever_prices", prices)
@@ -326,7 +326,7 @@ def test_a_report_whose_questions_outlast_the_levers_has_its_input_ranges_done_b
     own = Solver.question
 
     def slow_question(self: Solver, q: object) -> object:  # the questions outlast the levers, surely
-        time.sleep(0.2)
+        time.sleep(0.3)
         return own(self, q)
 
     monkeypatch.setattr(Solver, "question", slow_question)
