@@ -12,8 +12,9 @@ c = 6 µs the same group is stable, as a group sized for its load is: its iterat
 and ten times as many (about 17 million), and that is the case the target is about.
 
 Run: python bench/simulate.py [--duration 3600] [--strict]
-(prints, for each group, the wall time, its ratio to the target, and the run's summary; --strict
-exits 1 when either misses the target)
+(prints which event loop ran, then for each group the wall time, its ratio to the target, and the
+run's summary; --strict exits 1 when either misses the target). `PLAN_PURE_PYTHON=1` in the
+environment runs the pure-Python event loop instead of the compiled one (setup.py).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import os
 import sys
 import time
 
-from planc.simulate import Engine, Router, Workload, simulate
+from planc.simulate import Engine, Router, Workload, engine_module, simulate
 
 TARGET_S = 30.0
 RATE, REPLICAS = 1000.0, 40
@@ -35,6 +36,8 @@ def main() -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a group misses the target")
     args = parser.parse_args()
     missed = False
+    loop = engine_module()
+    print(f"event loop: {loop.__name__} ({'compiled by mypyc' if loop.__file__.endswith('.so') else 'pure Python'})\n")
     for label, cost in (("overloaded group, 60 µs per prefill token", 6e-5), ("stable group, 6 µs per prefill token", 6e-6)):
         print(f"{label}:")
         missed |= not run(args.duration, cost)

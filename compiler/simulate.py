@@ -67,32 +67,31 @@ Measurement (`SimResult`)
 Cost: O(1) amortised Python work per iteration and per request, whatever the batch: the
 decoders' context sum is kept as sum(offset) + count · step; each decoder's finish is a known
 step (buckets keyed by step, stale entries skipped by an epoch count); a decoder opens a block
-every `kv_block_size` steps, so the decoders are counted by the residue of that step.
-`bench/simulate.py` times one hour at 1,000 requests/s over 40 replicas.
+every `kv_block_size` steps, so the decoders are counted by the residue of that step. That loop
+lives in `sim_engine.py`, which the install compiles with mypyc (`engine_module()` says which one
+runs). `bench/simulate.py` times one hour at 1,000 requests/s over 40 replicas.
 """
 
 from __future__ import annotations
 
-import heapq
+import functools
+import hashlib
 import math
-from array import array
-from collections import deque
-from collections.abc import Callable
+import os
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
+from . import sim_engine
+from .sim_engine import IterationLog, IterationTime, Limits, Requests
 from .sim_traffic import LengthClass, Workload, arrival_times, lengths, lognormal_fit, sample_lengths
 
-__all__ = ["ROUTERS", "Engine", "IterationTime", "LengthClass", "Router", "SimResult", "Workload", "arrival_times", "lognormal_fit",
-           "sample_lengths", "simulate", "weighted_percentile"]
-
-IterationTime = Callable[[Any, Any, Any, Any], Any]
-"""`f(decodes, decode_context_mean, prefill_tokens, prefill_context_mean) -> seconds`."""
+__all__ = ["ROUTERS", "Engine", "IterationTime", "LengthClass", "Router", "SimResult", "Workload", "arrival_times", "engine_module",
+           "lognormal_fit", "sample_lengths", "simulate", "weighted_percentile"]
 
 ROUTERS = ("random", "round_robin", "least_loaded")
-_WAITING, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -204,12 +203,30 @@ def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, 
     n = router.replicas
     routes = rng.integers(0, n, len(arrivals)) if router.policy == "random" else np.arange(len(arrivals)) % n
     cached = np.minimum(np.floor(workload.prefix_hit_rate * prompt), prompt - 1).astype(np.int64)
-    requests = _Requests(prompt, output, cached)
-    log = _IterationLog()
-    sim = _Group(engine, iteration_time, requests, log, n)
+    loop = engine_module()
+    requests = loop.Requests(prompt.tolist(), output.tolist(), cached.tolist())
+    log = loop.IterationLog()
+    limits = Limits(engine.max_num_seqs, engine.token_budget, engine.kv_capacity_tokens, engine.kv_block_size,
+                    engine.chunked_prefill)
+    sim = loop.Group(limits, iteration_time, requests, log, n)
     end = sim.run(arrivals.tolist(), routes.tolist(), router.policy == "least_loaded",
                   warmup * duration, math.inf if drain else duration)
-    return _result(requests, log, arrivals, klass, sim, (warmup * duration, end), n)
+    return _result(requests, log, arrivals, prompt, output, klass, sim, (warmup * duration, end), n)
+
+
+@functools.cache
+def engine_module() -> ModuleType:
+    """The event loop `simulate` runs: `planc._sim_engine_native`, the copy of `sim_engine.py`
+    that mypyc compiled at install, when it was built from this very source (its SHA-256 stamp
+    matches the file) and `PLAN_PURE_PYTHON` is not set; `sim_engine` itself otherwise."""
+    if os.environ.get("PLAN_PURE_PYTHON"):
+        return sim_engine
+    try:
+        from . import _sim_engine_native as native  # type: ignore[attr-defined]
+    except ImportError:
+        return sim_engine
+    source = Path(sim_engine.__file__).read_bytes()
+    return native if getattr(native, "SOURCE_SHA256", None) == hashlib.sha256(source).hexdigest() else sim_engine
 
 
 def _validate(workload: Workload, engine: Engine, router: Router, duration: float, warmup: float) -> None:
@@ -233,338 +250,21 @@ def _validate(workload: Workload, engine: Engine, router: Router, duration: floa
             raise ValueError(message)
 
 
-class _Requests:
-    """Per-request state, in plain lists (the fastest scalar access in Python), shared by the
-    replicas. `need`: KV tokens the current prefill must reach (prompt + tokens emitted); `done`:
-    tokens in KV so far in it (from the cached prefix); `held`: blocks held while prefilling;
-    `emitted`: tokens emitted, as of the last prefill or preemption (a decoder's count follows
-    from its context); `off`: decode offset, the context at replica step s being off + s; `epoch`: bumped when a
-    decoder stops, to void its entry in the finishing buckets."""
-
-    def __init__(self, prompt: np.ndarray, output: np.ndarray, cached: np.ndarray) -> None:
-        n = len(prompt)
-        self.prompt: list[int] = prompt.tolist()
-        self.output: list[int] = output.tolist()
-        self.cached: list[int] = cached.tolist()
-        self.need: list[int] = prompt.tolist()
-        self.done: list[int] = cached.tolist()
-        self.held = [0] * n
-        self.emitted = [0] * n
-        self.off = [0] * n
-        self.epoch = [0] * n
-        self.state = [_WAITING] * n
-        self.preempted = [0] * n
-        self.first = [-1.0] * n
-        self.finish = [-1.0] * n
+def _column(log: IterationLog, name: str) -> np.ndarray:
+    column = log.columns[IterationLog.COLUMNS.index(name)]
+    return np.frombuffer(column, dtype=np.float64 if column.typecode == "d" else np.int64)
 
 
-class _IterationLog:
-    """One row per iteration, in unboxed arrays: start, duration, decodes, prefill tokens, tokens
-    emitted, running sequences, KV tokens in use."""
-
-    COLUMNS = ("start", "duration", "decodes", "prefill", "emitted", "running", "kv_tokens")
-
-    def __init__(self) -> None:
-        self.columns: list[array[Any]] = [array("d"), array("d")] + [array("q") for _ in range(5)]
-        appends = [column.append for column in self.columns]
-        a, b, c, d, e, f, g = appends
-
-        def record(start: float, duration: float, decodes: int, prefill: int, emitted: int,
-                   running: int, kv_tokens: int) -> None:
-            a(start), b(duration), c(decodes), d(prefill), e(emitted), f(running), g(kv_tokens)
-
-        self.record = record
-
-    def array(self, name: str) -> np.ndarray:
-        column = self.columns[self.COLUMNS.index(name)]
-        return np.frombuffer(column, dtype=np.float64 if column.typecode == "d" else np.int64)
-
-
-class _Replica:
-    """One engine's scheduler; `start(t)` schedules an iteration and returns its end (None when
-    there is nothing to do), `end(t)` applies it and returns how many requests finished."""
-
-    def __init__(self, engine: Engine, iteration_time: IterationTime, requests: _Requests, log: _IterationLog) -> None:
-        self.iteration_time = iteration_time
-        self.block = engine.kv_block_size
-        self.capacity = engine.kv_capacity_tokens // engine.kv_block_size
-        self.max_seqs = engine.max_num_seqs
-        self.budget = engine.token_budget
-        self.chunked = engine.chunked_prefill
-        self.rq = requests
-        self.record = log.record
-        self.waiting: deque[int] = deque()
-        self.running: dict[int, None] = {}  # admission order: the last one is the next victim
-        self.partial: dict[int, None] = {}  # running, prefill incomplete, oldest first
-        self.finishing: dict[int, list[tuple[int, int]]] = {}  # step -> (request, epoch)
-        self.phase = [0] * engine.kv_block_size  # decoders by the step residue at which they open a block
-        self.completing: list[int] = []  # last prefill chunk in the current iteration
-        self.step = 0
-        self.decoders = 0
-        self.off_sum = 0
-        self.used = 0  # blocks
-
-    def start(self, t: float) -> float | None:
-        step = self.step + 1
-        demand = self.phase[step % self.block]
-        plans = self._plan_partials() if self.partial else []
-        if plans:
-            demand += sum(p[2] for p in plans)
-        if demand > self.capacity - self.used and len(self.running) > 1:
-            demand = self._preempt_for(demand, step, plans)
-        self.used += demand
-        decoders = self.decoders
-        context = (self.off_sum + decoders * step) / decoders if decoders else 0.0
-        if self.completing:
-            self.completing = []
-        tokens = positions = 0
-        if plans:
-            tokens, positions = self._run_partials(plans)
-        if self.waiting:
-            more, more_positions = self._admit(self.budget - decoders - tokens, tokens)
-            tokens, positions = tokens + more, positions + more_positions
-        if not decoders and not tokens:
-            return None
-        dt = float(self.iteration_time(decoders, context, tokens, positions / tokens if tokens else 0.0))
-        if not dt > 0:
-            raise ValueError(f"iteration_time must be positive (got {dt} for {decoders} decodes, {tokens} prefill tokens)")
-        self.record(t, dt, decoders, tokens, decoders + len(self.completing), len(self.running), self.used * self.block)
-        return t + dt
-
-    def end(self, t: float) -> int:
-        self.step = step = self.step + 1
-        finished = 0
-        entries = self.finishing.pop(step, None)
-        if entries:
-            epoch = self.rq.epoch
-            for r, e in entries:
-                if epoch[r] == e:
-                    self._stop_decoding(r)
-                    self._finish(r, t)
-                    finished += 1
-        if self.completing:
-            finished += self._complete_prefills(t, step)
-        return finished
-
-    def _complete_prefills(self, t: float, step: int) -> int:
-        """The sequences whose last prefill chunk ran emit a token; returns how many finished."""
-        rq = self.rq
-        first, emitted, output = rq.first, rq.emitted, rq.output
-        finished = 0
-        for r in self.completing:
-            emitted[r] += 1
-            if first[r] < 0:
-                first[r] = t
-            if emitted[r] == output[r]:
-                self.used -= rq.held[r]
-                self._finish(r, t)
-                finished += 1
-            else:
-                self._start_decoding(r, step)
-        return finished
-
-    def _plan_partials(self) -> list[tuple[int, int, int]]:
-        """(request, chunk, new blocks) for the running prefills, in the budget the decodes leave."""
-        if not self.partial:
-            return []
-        need, done, held, block = self.rq.need, self.rq.done, self.rq.held, self.block
-        left = self.budget - self.decoders
-        plans = []
-        for r in self.partial:
-            if left <= 0:
-                break
-            n = min(need[r] - done[r], left)
-            left -= n
-            plans.append((r, n, -(-(done[r] + n) // block) - held[r]))
-        return plans
-
-    def _preempt_for(self, demand: int, step: int, plans: list[tuple[int, int, int]]) -> int:
-        """Preempt the most recent admissions until the running sequences' demand fits (or one is
-        left); returns the demand of those that remain."""
-        wants = {r: blocks for r, _, blocks in plans}
-        state, off = self.rq.state, self.rq.off
-        while demand > self.capacity - self.used and len(self.running) > 1:
-            victim, _ = self.running.popitem()
-            if state[victim] == _DECODE:
-                demand -= (1 - off[victim]) % self.block == step % self.block
-            else:
-                demand -= wants.pop(victim, 0)
-            self._preempt(victim)
-        return demand
-
-    def _preempt(self, r: int) -> None:
-        rq = self.rq
-        if rq.state[r] == _DECODE:
-            rq.emitted[r] = rq.off[r] + self.step - rq.prompt[r] + 1  # context = prompt + emitted - 1
-            self._stop_decoding(r)
-        else:
-            self.used -= rq.held[r]
-            self.partial.pop(r, None)
-        rq.held[r] = 0
-        rq.state[r] = _WAITING
-        rq.need[r] = rq.prompt[r] + rq.emitted[r]
-        rq.done[r] = rq.cached[r]
-        rq.preempted[r] += 1
-        self.waiting.appendleft(r)
-
-    def _run_partials(self, plans: list[tuple[int, int, int]]) -> tuple[int, int]:
-        """Apply the surviving chunk plans: (prefill tokens, sum of their positions)."""
-        rq = self.rq
-        tokens = positions = 0
-        for r, n, blocks in plans:
-            if rq.state[r] != _PREFILL:
-                continue  # preempted
-            a = rq.done[r]
-            rq.held[r] += blocks
-            rq.done[r] = a + n
-            tokens += n
-            positions += n * a + n * (n - 1) // 2
-            if a + n == rq.need[r]:
-                del self.partial[r]
-                self.completing.append(r)
-        return tokens, positions
-
-    def _admit(self, left: int, tokens: int) -> tuple[int, int]:
-        """Admit from the waiting queue (contract, step 4): (prefill tokens, sum of positions)."""
-        rq = self.rq
-        need, done, held, state = rq.need, rq.done, rq.held, rq.state
-        waiting, running, block = self.waiting, self.running, self.block
-        admitted = positions = 0
-        while waiting and len(running) < self.max_seqs:
-            r = waiting[0]
-            a = done[r]
-            rest = need[r] - a
-            if self.chunked:
-                if left <= 0:
-                    break
-                n = min(rest, left)
-            else:
-                if (tokens or admitted) and rest > left:
-                    break
-                n = rest
-            blocks = -(-(a + n) // block)
-            if blocks > self.capacity - self.used and running:
-                break
-            waiting.popleft()
-            running[r] = None
-            state[r] = _PREFILL
-            held[r] = blocks
-            self.used += blocks
-            done[r] = a + n
-            admitted += n
-            left -= n
-            positions += n * a + n * (n - 1) // 2
-            if n == rest:
-                self.completing.append(r)
-            else:
-                self.partial[r] = None
-        return admitted, positions
-
-    def _start_decoding(self, r: int, step: int) -> None:
-        """After the prefill completed at `step` (KV holds need[r] tokens, emitted[r] tokens out)."""
-        rq = self.rq
-        need = rq.need[r]
-        off = need - step
-        fin = step + rq.output[r] - rq.emitted[r]
-        e = rq.epoch[r]
-        rq.state[r], rq.off[r] = _DECODE, off
-        self.decoders += 1
-        self.off_sum += off
-        self._bucket(self.finishing, fin, r, e)
-        self.phase[(1 - off) % self.block] += 1
-
-    def _stop_decoding(self, r: int) -> None:
-        rq = self.rq
-        off = rq.off[r]
-        self.used -= -(-(off + self.step) // self.block)
-        self.decoders -= 1
-        self.off_sum -= off
-        self.phase[(1 - off) % self.block] -= 1
-        rq.epoch[r] += 1
-
-    def _finish(self, r: int, t: float) -> None:
-        del self.running[r]
-        self.rq.state[r] = _DONE
-        self.rq.finish[r] = t
-
-    @staticmethod
-    def _bucket(buckets: dict[int, list[tuple[int, int]]], step: int, r: int, e: int) -> None:
-        entries = buckets.get(step)
-        if entries is None:
-            buckets[step] = [(r, e)]
-        else:
-            entries.append((r, e))
-
-
-class _Group:
-    """The replicas and the router, advanced in one event loop ordered by time."""
-
-    def __init__(self, engine: Engine, iteration_time: IterationTime, requests: _Requests,
-                 log: _IterationLog, replicas: int) -> None:
-        self.replicas = [_Replica(engine, iteration_time, requests, log) for _ in range(replicas)]
-        self.in_system_area = 0.0  # integral of requests in system over the window
-        self.unfinished = 0
-
-    def run(self, arrivals: list[float], routes: list[int], least_loaded: bool, warm: float, horizon: float) -> float:
-        """Serve the arrivals; returns the end of the run (the horizon, or the last event)."""
-        replicas = self.replicas
-        load = [0] * len(replicas)
-        busy = [False] * len(replicas)
-        heap: list[tuple[float, int]] = []  # (end of the current iteration, replica)
-        push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
-        total, since, area = 0, warm, 0.0  # requests in system, since when (in the window), integral
-        i, n, t = 0, len(arrivals), 0.0
-        while True:
-            if i < n and (not heap or arrivals[i] < heap[0][0]):
-                t = arrivals[i]
-                q = load.index(min(load)) if least_loaded else routes[i]
-                if t > warm:
-                    area += total * (t - since)
-                    since = t
-                total += 1
-                load[q] += 1
-                replica = replicas[q]
-                replica.waiting.append(i)
-                i += 1
-                if not busy[q]:
-                    end = replica.start(t)
-                    if end is not None:
-                        busy[q] = True
-                        push(heap, (end, q))
-                continue
-            if not heap or heap[0][0] > horizon:
-                break
-            t, q = heap[0]
-            replica = replicas[q]
-            finished = replica.end(t)
-            if finished:
-                if t > warm:
-                    area += total * (t - since)
-                    since = t
-                total -= finished
-                load[q] -= finished
-            end = replica.start(t)
-            if end is None:
-                busy[q] = False
-                pop(heap)
-            else:
-                replace(heap, (end, q))
-        stop = horizon if math.isfinite(horizon) else t
-        self.in_system_area = area + total * max(stop - since, 0.0)
-        self.unfinished = total
-        return stop
-
-
-def _result(rq: _Requests, log: _IterationLog, arrivals: np.ndarray, klass: np.ndarray, group: _Group,
-            window: tuple[float, float], replicas: int) -> SimResult:
+def _result(rq: Requests, log: IterationLog, arrivals: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+            klass: np.ndarray, group: sim_engine.Group, window: tuple[float, float], replicas: int) -> SimResult:
     lo, hi = window
     span = hi - lo
     first, finish = np.array(rq.first), np.array(rq.finish)
     done = (finish >= 0) & (finish >= lo)
-    output = np.array(rq.output)[done]
+    output = output[done]
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(output > 1, (finish[done] - first[done]) / (output - 1), np.nan)
-    cols = {name: log.array(name) for name in _IterationLog.COLUMNS}
+    cols = {name: _column(log, name) for name in IterationLog.COLUMNS}
     start, duration = cols["start"], cols["duration"]
     stop = start + duration
     weight = np.clip(np.minimum(stop, hi) - np.maximum(start, lo), 0, None)
@@ -573,7 +273,7 @@ def _result(rq: _Requests, log: _IterationLog, arrivals: np.ndarray, klass: np.n
     return SimResult(
         window=window, replicas=replicas,
         arrival=arrivals[done], ttft=(first - arrivals)[done], tpot=tpot, e2e=(finish - arrivals)[done],
-        prompt=np.array(rq.prompt)[done], output=output, preemptions=np.array(rq.preempted)[done],
+        prompt=prompt[done], output=output, preemptions=np.array(rq.preempted)[done],
         iter_start=start[inside], iter_duration=duration[inside], iter_decodes=cols["decodes"][inside],
         iter_prefill_tokens=cols["prefill"][inside], iter_emitted=cols["emitted"][inside],
         iter_running=cols["running"][inside], iter_kv_tokens=cols["kv_tokens"][inside],

@@ -56,6 +56,11 @@ def test_wheel_installs_and_compiles_from_elsewhere(tmp_path: Path) -> None:
                           cwd=work, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert '<span class="k">import</span>' in proc.stdout and '<span class="c1"># The classic' in proc.stdout
+    # the wheel carries the simulator's event loop compiled (setup.py), and the installed
+    # package runs it: its stamp matches the installed source
+    loop = subprocess.run([str(py), "-c", "from planc.simulate import engine_module; print(engine_module().__name__)"],
+                          cwd=work, capture_output=True, text=True, check=True).stdout.strip()
+    assert loop == ("planc.sim_engine" if os.environ.get("PLAN_PURE_PYTHON") else "planc._sim_engine_native")
     # the installed package, not the checkout, provided the stdlib
     where = subprocess.run([str(py), "-c", "import planc, pathlib; print(pathlib.Path(planc.__file__).parent)"],
                            capture_output=True, text=True, check=True).stdout.strip()

@@ -4,6 +4,7 @@ tokens and requests, Little's law, the scheduler's caps, KV pressure, routing, d
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -224,3 +225,95 @@ def test_the_same_seed_gives_the_same_run() -> None:
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert a.summary() == b.summary()
     assert not np.array_equal(a.arrival, c.arrival)
+
+
+# --- the compiled event loop -------------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def _fresh_engine_module() -> Iterator[None]:
+    """`engine_module()` is cached per process: a test that chose a loop leaves no choice behind."""
+    from planc import simulate as sim
+
+    yield
+    sim.engine_module.cache_clear()
+
+
+def _loop(monkeypatch: pytest.MonkeyPatch, pure: bool) -> object:
+    """`engine_module()` afresh, with or without `PLAN_PURE_PYTHON`."""
+    from planc import simulate as sim
+
+    if pure:
+        monkeypatch.setenv("PLAN_PURE_PYTHON", "1")
+    else:
+        monkeypatch.delenv("PLAN_PURE_PYTHON", raising=False)
+    sim.engine_module.cache_clear()
+    return sim.engine_module()
+
+
+def test_the_installed_package_runs_the_compiled_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pip install` compiles `sim_engine.py` with mypyc (setup.py), unless told not to."""
+    import inspect
+    import os
+
+    if os.environ.get("PLAN_PURE_PYTHON"):
+        pytest.skip("PLAN_PURE_PYTHON is set: this install was built and runs pure Python")
+    from planc import sim_engine
+
+    loop = _loop(monkeypatch, pure=False)
+    assert loop.__name__ == "planc._sim_engine_native"  # type: ignore[attr-defined]
+    assert loop.__file__.endswith(".so")  # type: ignore[attr-defined]
+    assert inspect.isfunction(sim_engine.Group.run)
+    assert not inspect.isfunction(loop.Group.run)  # type: ignore[attr-defined]  # compiled: a C method
+    assert _loop(monkeypatch, pure=True) is sim_engine
+
+
+CASES = {  # workload, engine, router, duration, drain: each scheduler path at least once
+    "mixed, least loaded": (MIXED, ENGINE, PAIR, 60, False),
+    "scarce KV, preemptions, drained": (
+        Workload(rate=20, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500, max_context=8000),
+        Engine(max_num_seqs=64, token_budget=4096, kv_capacity_tokens=16_000), Router("least_loaded", 2), 60, True),
+    "no chunking, random": (MIXED, Engine(64, 4096, 400_000, chunked_prefill=False), Router("random", 3), 60, False),
+    "prefix cache, caps, round robin": (
+        Workload(rate=30, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500, prefix_hit_rate=0.4),
+        Engine(max_num_seqs=16, token_budget=1024, kv_capacity_tokens=400_000, kv_block_size=32),
+        Router("round_robin", 2), 60, False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_compiled_event_loop_gives_the_same_run_bit_for_bit(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    workload, engine, router, duration, drain = CASES[case]
+    runs, loops = [], []
+    for pure in (False, True):
+        loops.append(_loop(monkeypatch, pure))
+        runs.append(run(workload, engine, router, duration, drain=drain, seed=5))
+    if loops[0] is loops[1]:
+        pytest.skip("this install has no compiled event loop (see the test above)")
+    native, pure_run = runs
+    assert len(native.iter_duration) > 1000
+    for name in SimResult.__dataclass_fields__:
+        a, b = getattr(native, name), getattr(pure_run, name)
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+            assert a.dtype == b.dtype, name
+        else:
+            assert a == b, name
+
+
+def test_a_stale_compiled_loop_is_not_run(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    """An edit to `sim_engine.py` after the build (an editable install) runs the edited source."""
+    from pathlib import Path
+
+    from planc import sim_engine
+
+    edited = Path(str(tmp_path)) / "sim_engine.py"
+    edited.write_bytes(Path(sim_engine.__file__).read_bytes() + b"\n# edited\n")
+    monkeypatch.setattr(sim_engine, "__file__", str(edited))
+    assert _loop(monkeypatch, pure=False) is sim_engine
+
+
+def test_the_iteration_log_is_in_start_order() -> None:
+    r = run(router=Router("least_loaded", 8), workload=Workload(rate=110, prompt_mean=800, prompt_p99=4000,
+                                                                output_mean=120, output_p99=500), duration=60)
+    assert len(r.iter_start) > 10_000
+    assert (np.diff(r.iter_start) >= 0).all()
