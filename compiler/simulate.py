@@ -67,8 +67,9 @@ Measurement (`SimResult`)
 Cost: O(1) amortised Python work per iteration and per request, whatever the batch: the
 decoders' context sum is kept as sum(offset) + count · step; each decoder's finish is a known
 step (buckets keyed by step, stale entries skipped by an epoch count); a decoder opens a block
-every `kv_block_size` steps, so the decoders are counted by the residue of that step. That loop
-lives in `sim_engine.py`, which the install compiles with mypyc (`engine_module()` says which one
+every `kv_block_size` steps, so the decoders are counted by the residue of that step; the
+least-loaded replica is read off a bitmask per load level, not found by a scan. That loop lives
+in `sim_engine.py`, which the install compiles with mypyc (`engine_module()` says which one
 runs). `bench/simulate.py` times one hour at 1,000 requests/s over 40 replicas.
 """
 

@@ -317,3 +317,37 @@ def test_the_iteration_log_is_in_start_order() -> None:
                                                                 output_mean=120, output_p99=500), duration=60)
     assert len(r.iter_start) > 10_000
     assert (np.diff(r.iter_start) >= 0).all()
+
+
+def test_least_loaded_sends_each_arrival_to_the_least_loaded_replica_of_lowest_index() -> None:
+    """The router's load levels against the plain rule, checked at every arrival of a busy group:
+    the replica chosen has the fewest requests in system (waiting + running), and no replica
+    before it has as few."""
+    from collections import deque
+
+    from planc import sim_engine
+
+    checked = []
+
+    class Watched(deque):  # type: ignore[type-arg]
+        def append(self, r: int) -> None:
+            loads = [len(x.waiting) + len(x.running) for x in group.replicas]
+            checked.append(loads.index(min(loads)) == index[id(self)])
+            super().append(r)
+
+    workload = Workload(rate=110, prompt_mean=800, prompt_p99=4000, output_mean=120, output_p99=500)
+    rng = np.random.default_rng(4)
+    from planc.simulate import arrival_times, lengths
+
+    arrivals = arrival_times(workload.rate, 1.0, 40, rng)
+    prompt, output, _ = lengths(workload, len(arrivals), rng)
+    requests = sim_engine.Requests(prompt.tolist(), output.tolist(), [0] * len(arrivals))
+    group = sim_engine.Group(sim_engine.Limits(64, 4096, 400_000, 16, True), toy, requests,
+                             sim_engine.IterationLog(), 8)
+    index = {}
+    for q, replica in enumerate(group.replicas):
+        replica.waiting = Watched()
+        index[id(replica.waiting)] = q
+    group.run(arrivals.tolist(), [0] * len(arrivals), True, 0.0, 40.0)
+    assert len(checked) == len(arrivals) > 4000
+    assert all(checked)
