@@ -68,9 +68,10 @@ Cost: O(1) amortised Python work per iteration and per request, whatever the bat
 decoders' context sum is kept as sum(offset) + count · step; each decoder's finish is a known
 step (buckets keyed by step, stale entries skipped by an epoch count); a decoder opens a block
 every `kv_block_size` steps, so the decoders are counted by the residue of that step; the
-least-loaded replica is read off a bitmask per load level, not found by a scan. That loop lives
-in `sim_engine.py`, which the install compiles with mypyc (`engine_module()` says which one
-runs). `bench/simulate.py` times one hour at 1,000 requests/s over 40 replicas.
+least-loaded replica is read off a bitmask per load level, not found by a scan. That loop lives in
+`sim_engine.py`, which the install compiles with mypyc (`engine_module()` says which one runs);
+the result is built from views of the iteration log, not copies. `bench/simulate.py` times one
+hour at 1,000 requests/s over 40 replicas.
 """
 
 from __future__ import annotations
@@ -256,6 +257,52 @@ def _column(log: IterationLog, name: str) -> np.ndarray:
     return np.frombuffer(column, dtype=np.float64 if column.typecode == "d" else np.int64)
 
 
+CHUNK = 1 << 20
+"""Rows per pass of `_iteration_sums`: its temporaries (8 MiB each) are reused from one chunk to
+the next, where arrays over a whole run (hundreds of MB) would each be fresh memory, and first
+touching fresh memory is most of the cost of such a pass."""
+
+
+def _window_rows(cols: dict[str, np.ndarray], lo: float, hi: float) -> slice:
+    """The rows of the iterations that start and end in [lo, hi], as a slice, so that the result's
+    columns are views of the log rather than copies of tens of millions of rows.
+
+    The log's rows are in the order the iterations start (`sim_engine`'s contract), so those
+    starting from `lo` on are a suffix. Of them only iterations still running at `hi` end late, and
+    those started within one iteration's length of `hi`, among rows of iterations that end in time.
+    Those last rows are put in the order (in time, then late) in place, each group keeping its
+    order: the rows inside are then a slice, in the order they started."""
+    start, duration = cols["start"], cols["duration"]
+    first = int(np.searchsorted(start, lo, side="left"))
+    if not len(start) or not math.isfinite(hi):
+        return slice(first, len(start))
+    # rows that start two longest iterations before hi end in time, whatever the rounding
+    tail = max(first, int(np.searchsorted(start, hi - 2 * float(duration.max()), side="right")))
+    late = start[tail:] + duration[tail:] > hi
+    if not late.any():
+        return slice(first, len(start))
+    order = np.concatenate((np.flatnonzero(~late), np.flatnonzero(late)))
+    for column in cols.values():
+        column[tail:] = column[tail:][order]
+    return slice(first, len(start) - int(late.sum()))
+
+
+def _iteration_sums(cols: dict[str, np.ndarray], lo: float, hi: float) -> tuple[float, float, int]:
+    """Over every logged iteration, each clipped to [lo, hi]: the integrals of running sequences
+    and of KV tokens in use, and the tokens emitted by iterations ending in the window."""
+    running = kv_tokens = 0.0
+    emitted = 0
+    for a in range(0, len(cols["start"]), CHUNK):
+        part = {name: column[a:a + CHUNK] for name, column in cols.items()}
+        start = part["start"]
+        stop = start + part["duration"]
+        weight = np.clip(np.minimum(stop, hi) - np.maximum(start, lo), 0, None)
+        running += float(weight @ part["running"])
+        kv_tokens += float(weight @ part["kv_tokens"])
+        emitted += int(np.sum(part["emitted"], where=(stop > lo) & (stop <= hi)))
+    return running, kv_tokens, emitted
+
+
 def _result(rq: Requests, log: IterationLog, arrivals: np.ndarray, prompt: np.ndarray, output: np.ndarray,
             klass: np.ndarray, group: sim_engine.Group, window: tuple[float, float], replicas: int) -> SimResult:
     lo, hi = window
@@ -266,21 +313,17 @@ def _result(rq: Requests, log: IterationLog, arrivals: np.ndarray, prompt: np.nd
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(output > 1, (finish[done] - first[done]) / (output - 1), np.nan)
     cols = {name: _column(log, name) for name in IterationLog.COLUMNS}
-    start, duration = cols["start"], cols["duration"]
-    stop = start + duration
-    weight = np.clip(np.minimum(stop, hi) - np.maximum(start, lo), 0, None)
-    inside = (start >= lo) & (stop <= hi)
-    ended = (stop > lo) & (stop <= hi)
+    inside = _window_rows(cols, lo, hi)
+    running, kv_tokens, emitted = _iteration_sums(cols, lo, hi)
     return SimResult(
         window=window, replicas=replicas,
         arrival=arrivals[done], ttft=(first - arrivals)[done], tpot=tpot, e2e=(finish - arrivals)[done],
         prompt=prompt[done], output=output, preemptions=np.array(rq.preempted)[done],
-        iter_start=start[inside], iter_duration=duration[inside], iter_decodes=cols["decodes"][inside],
-        iter_prefill_tokens=cols["prefill"][inside], iter_emitted=cols["emitted"][inside],
-        iter_running=cols["running"][inside], iter_kv_tokens=cols["kv_tokens"][inside],
-        mean_running=float(weight @ cols["running"]) / (span * replicas),
-        mean_kv_tokens=float(weight @ cols["kv_tokens"]) / (span * replicas),
-        mean_in_system=group.in_system_area / span,
-        throughput=float(cols["emitted"][ended].sum()) / span,
+        iter_start=cols["start"][inside], iter_duration=cols["duration"][inside],
+        iter_decodes=cols["decodes"][inside], iter_prefill_tokens=cols["prefill"][inside],
+        iter_emitted=cols["emitted"][inside], iter_running=cols["running"][inside],
+        iter_kv_tokens=cols["kv_tokens"][inside],
+        mean_running=running / (span * replicas), mean_kv_tokens=kv_tokens / (span * replicas),
+        mean_in_system=group.in_system_area / span, throughput=emitted / span,
         arrived=len(arrivals), unfinished=group.unfinished, klass=klass[done],
     )

@@ -312,6 +312,29 @@ def test_a_stale_compiled_loop_is_not_run(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert _loop(monkeypatch, pure=False) is sim_engine
 
 
+def test_the_window_rows_are_a_slice_in_start_order_whatever_ends_late() -> None:
+    """`_window_rows` reorders the last rows in place so that the window's rows are one slice;
+    it selects exactly the rows the mask (start >= lo) & (end <= hi) selects, in the same order."""
+    from planc.simulate import _window_rows
+
+    rng = np.random.default_rng(11)
+    n = 5000
+    start = np.sort(rng.uniform(0, 100, n))
+    duration = rng.exponential(0.5, n)
+    cols = {"start": start.copy(), "duration": duration.copy(), "row": np.arange(n)}
+    lo, hi = 10.0, 99.0
+    expected = np.flatnonzero((start >= lo) & (start + duration <= hi))
+    late = (start + duration > hi) & (start >= lo)
+    assert late.sum() > 3 and (np.flatnonzero(late)[0] < expected[-1])  # late rows among in-time ones
+    rows = _window_rows(cols, lo, hi)
+    assert isinstance(rows, slice)
+    np.testing.assert_array_equal(cols["row"][rows], expected)
+    # every row is still there, each with its own start and duration
+    assert sorted(cols["row"].tolist()) == list(range(n))
+    np.testing.assert_array_equal(cols["start"], start[cols["row"]])
+    np.testing.assert_array_equal(cols["duration"], duration[cols["row"]])
+
+
 def test_the_iteration_log_is_in_start_order() -> None:
     r = run(router=Router("least_loaded", 8), workload=Workload(rate=110, prompt_mean=800, prompt_p99=4000,
                                                                 output_mean=120, output_p99=500), duration=60)
