@@ -113,6 +113,13 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
         raise click.UsageError("--figures writes SVG files beside a Markdown report: use it with --format md and "
                                "-o FILE (HTML and PDF carry their figures inline)")
     diag_fmt = diag_fmt or ("json" if fmt == "json" else "human")
+    lay_out = None
+    if fmt == "pdf":  # WeasyPrint imported in a second process while this one compiles; it lays out the page
+        from .jobs import standby
+        from .report.pdf import lay_out as lay_out_here
+        from .report.pdf import require_weasyprint
+
+        lay_out = standby(require_weasyprint, lay_out_here)
     progress(f"compiling {plan_file}")
     drawn_plan = None
     if fmt in ("html", "pdf"):  # the plan's figures: drawn in the levers' process while this one answers the questions
@@ -139,7 +146,7 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
     progress("pricing the levers and writing the document")  # the levers are variants, computed on first use
     doc = build_document(result, brief=brief)
     links = _write_figures(result, target) if figures else []
-    data = _report(fmt, doc, result, links, drawn)
+    data = _report(fmt, doc, result, links, drawn, lay_out)
     emit(target, data, f" ({result.failed_checks} check(s) failed)" if result.failed_checks else "")
     sys.exit(result.exit_code)
 
@@ -170,9 +177,10 @@ def _write_figures(result: Compilation, target: Path) -> list[Any]:
 
 
 def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any] | None = None,
-            drawn: Callable[[], tuple[list[Any], str | None]] | None = None) -> str | bytes:
+            drawn: Callable[[], tuple[list[Any], str | None]] | None = None,
+            lay_out: Callable[[str], bytes] | None = None) -> str | bytes:
     """The report in `fmt`: text for md, json and html, bytes for pdf (with the figures `drawn`
-    gives, when it is given: the work started ahead)."""
+    gives, and the page laid out by `lay_out`, when they are given: the work started ahead)."""
     if fmt in ("md", "json"):
         from .report.machine import document_json
         from .report.markdown import render_json, render_markdown
@@ -186,16 +194,17 @@ def _report(fmt: str, doc: DocumentView, result: Compilation, figures: list[Any]
         if missing:  # the page is still whole without its plots: say so, and write it
             click.echo(f"plan: warning: the HTML report has no figures: {missing}", err=True)
         return render_html(doc, plots)
-    from .report.pdf import PdfUnavailable, render_pdf, require_weasyprint
+    from .report import pdf
 
     try:
-        require_weasyprint()  # before waiting for the figures, which takes a second
+        if not pdf.weasyprint_installed():  # before waiting for the figures, which takes a second
+            pdf.require_weasyprint()
         plots, missing = figures_of()
         if missing:  # the printed document without its figures is not the one asked for
-            raise PdfUnavailable(f"the PDF report needs its figures: {missing}")
+            raise pdf.PdfUnavailable(f"the PDF report needs its figures: {missing}")
         progress("laying out the PDF pages")
-        return render_pdf(doc, plots)
-    except PdfUnavailable as exc:
+        return (lay_out or pdf.lay_out)(pdf.print_page(doc, plots))
+    except pdf.PdfUnavailable as exc:
         click.echo(f"plan: {exc}", err=True)
         sys.exit(2)
 

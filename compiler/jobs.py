@@ -23,6 +23,15 @@ Contract
   the plan's own figures and carries the input ranges through in one child while the questions
   are answered; the CLI draws the answers' figures in another while the page is built.
 
+- `standby(warm, work) -> Callable[[X], R]` forks a child now that runs `warm()` at once (imports,
+  say) while this process goes on, then waits for one input: the returned function sends it `x`
+  and gives `work(x)` from the child. It is for work whose input comes last but whose set-up need
+  not wait for it: the PDF's layout, whose library (WeasyPrint, 0.4 s to import) is imported on
+  the core the compile leaves idle, and which is sent only the finished page. The same fallbacks
+  as `ahead`: whatever the child does not deliver (`warm` or `work` raised, it died, no fork,
+  `PLAN_JOBS=1`) is `work(x)` run here, with its result or its exception. A child never sent an
+  input ends when this process does (the pipe closes).
+
 The child is forked before anything in this process starts a thread (matplotlib and WeasyPrint
 are not imported yet when the CLI calls it; the language server never does), and it leaves
 through `os._exit` without running this process's exit handlers. It is a daemon: a parent that
@@ -31,12 +40,14 @@ never asks for the result does not wait for it.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+X = TypeVar("X")
 
 
 def fork_workers() -> int:
@@ -102,6 +113,55 @@ def ahead_each(works: Sequence[Callable[[], Any]]) -> list[Callable[[], Any]]:
         return result
 
     return [getter(i) for i in range(len(works))]
+
+
+def standby(warm: Callable[[], object], work: Callable[[X], T]) -> Callable[[X], T]:
+    if fork_workers() < 2:
+        return work
+    try:
+        context = multiprocessing.get_context("fork")
+        inbox, to_child = context.Pipe(duplex=False)
+        from_child, outbox = context.Pipe(duplex=False)
+        child = context.Process(target=_stand_by, args=(warm, work, inbox, outbox), daemon=True)
+        child.start()
+    except (OSError, ValueError):  # no fork here, or no process to spare
+        return work
+    inbox.close()
+    outbox.close()  # this process keeps its two ends only, so a dead child reads as the end of the pipe
+
+    def run(x: X) -> T:
+        try:
+            to_child.send(x)
+            status, value = from_child.recv()
+        except Exception:  # the child died, or the input or the result would not pickle
+            status, value = "failed", None
+        finally:
+            to_child.close()
+        from_child.close()
+        child.join()
+        return value if status == "ok" else work(x)
+
+    return run
+
+
+def _stand_by(warm: Callable[[], object], work: Callable[[Any], Any], inbox: Any, outbox: Any) -> None:
+    """In the child: `warm()`, then `work` on the one input sent, its result or word that there
+    is none (the parent then runs `work` itself and meets the same exception)."""
+    with contextlib.suppress(BaseException):  # `work` meets it again, and the parent after it
+        warm()
+    try:
+        x = inbox.recv()
+    except EOFError:  # the parent ended without sending anything
+        return
+    try:
+        value = work(x)
+    except BaseException:
+        outbox.send(("failed", None))
+        return
+    try:
+        outbox.send(("ok", value))
+    except Exception:  # the result does not pickle
+        outbox.send(("failed", None))
 
 
 _AGAIN = object()  # the child gave no result: the work runs in this process

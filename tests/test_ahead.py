@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from planc.jobs import ahead, ahead_each, cpu_cores
+from planc.jobs import ahead, ahead_each, cpu_cores, standby
 
 T = TypeVar("T")
 
@@ -191,6 +191,94 @@ def test_the_report_is_the_same_with_and_without_the_second_process(tmp_path: Pa
         assert result.exit_code == 0, result.output
         pages.append(out.read_bytes())
     assert pages[0] == pages[1] and mark in pages[0]
+
+
+# ---- standby: set up ahead, then one input ---------------------------------------------------------
+
+@needs_two
+def test_a_standby_child_warms_up_at_once_and_does_the_work_on_the_input_it_is_sent(tmp_path: Path) -> None:
+    here = os.getpid()
+    warmed = tmp_path / "warm"
+    run = standby(lambda: warmed.write_text(str(os.getpid())), lambda x: (os.getpid(), x * 2))
+    _wait_for(warmed)  # before any input is sent
+    child = int(warmed.read_text())
+    assert child != here
+    pid, value = run("<page/>" * 50_000)  # larger than a pipe's buffer, both ways
+    assert (pid, value) == (child, "<page/>" * 100_000)
+    _wait_for_the_children()
+    assert not multiprocessing.active_children()
+
+
+@needs_two
+def test_a_standby_child_that_fails_leaves_the_work_to_this_process(tmp_path: Path) -> None:
+    here = os.getpid()
+
+    def no_library() -> None:
+        raise ImportError("no weasyprint")
+
+    def work(x: int) -> int:
+        if os.getpid() != here:
+            raise ImportError("no weasyprint")
+        return x + 1
+
+    assert standby(no_library, work)(41) == 42  # the child's work raised: done here
+
+    def dies(x: int) -> int:
+        if os.getpid() != here:
+            os._exit(3)
+        return x
+
+    assert standby(lambda: None, dies)(7) == 7
+    calls: list[int] = []
+
+    def raises(x: int) -> int:
+        calls.append(os.getpid())
+        raise ValueError("bad page")
+
+    with pytest.raises(ValueError, match="bad page"):
+        standby(lambda: None, raises)(1)
+    assert calls == [here]  # the child's attempt is not in this process's list: it ran again here
+
+
+def test_with_plan_jobs_1_standby_is_the_work_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLAN_JOBS", "1")
+    work = lambda x: (os.getpid(), x)  # noqa: E731
+    assert standby(lambda: None, work) is work
+
+
+@needs_two
+def test_a_standby_child_never_sent_an_input_ends_with_this_process(tmp_path: Path) -> None:
+    """The CLI starts WeasyPrint's process before the compile; a plan with errors never sends it a
+    page, and the command must still end at once."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys\n"
+            "from planc.jobs import standby\n"
+            "run = standby(lambda: None, lambda x: x)\n"
+            "sys.exit(2)\n")
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PLAN_JOBS": ""})
+    assert proc.returncode == 2, proc.stderr
+    assert time.perf_counter() - started < 30
+
+
+@needs_two
+def test_the_pdf_is_the_same_laid_out_in_the_standby_process_or_here(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+    from planc.cli import main
+
+    pytest.importorskip("weasyprint")
+    example = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+    pages = []
+    for jobs in ("", "1"):
+        out = tmp_path / f"jobs{jobs or 'n'}.pdf"
+        result = CliRunner().invoke(main, ["compile", str(example), "--brief", "-o", str(out)],
+                                    env={"PLAN_JOBS": jobs})
+        assert result.exit_code == 0, result.output
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1] and pages[0].startswith(b"%PDF-")
 
 
 def test_plan_jobs_caps_the_forked_workers(monkeypatch: pytest.MonkeyPatch) -> None:

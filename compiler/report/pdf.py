@@ -1,7 +1,9 @@
 """Render the design document as PDF: the HTML page, laid out by WeasyPrint.
 
 Contract: `render_pdf(doc, figures=()) -> bytes`, byte-identical for the same inputs on the same
-machine. The page is the one `render_html` writes (print media: page numbers, a table of contents
+machine; it is `lay_out(print_page(doc, figures))`, the page written here and laid out wherever
+WeasyPrint was imported (the CLI lays it out in a process that imported WeasyPrint while the plan
+compiled). The page is the one `render_html` writes (print media: page numbers, a table of contents
 with page numbers), with its figures as images of their SVG (`figure_images`: the same drawing,
 without the page's stylesheet run over every element of every figure). Nothing is fetched: a `URLFetcher` allows `data:` URLs and files inside the
 package's own `templates` folder and refuses everything else, so a plan cannot make the PDF read
@@ -45,14 +47,33 @@ def require_weasyprint() -> Any:
 
 
 def render_pdf(doc: DocumentView, figures: Sequence[FigureLike] = ()) -> bytes:
+    return lay_out(print_page(doc, figures))
+
+
+def print_page(doc: DocumentView, figures: Sequence[FigureLike] = ()) -> str:
+    """The page WeasyPrint lays out: the HTML report for print, its figures as images. Writing it
+    needs no WeasyPrint."""
+    return render_html(doc, figures, created=source_date(), figure_images=True)
+
+
+def lay_out(page: str) -> bytes:
+    """The PDF of a page `print_page` wrote. It depends on nothing but the page and
+    `SOURCE_DATE_EPOCH`, so a process that imported WeasyPrint ahead can do it (`jobs.standby`)."""
     weasyprint = require_weasyprint()
-    html = render_html(doc, figures, created=source_date(), figure_images=True)
     fetcher = restricted_fetcher()
     with _only_errors(logging.getLogger("weasyprint")), _source_date_epoch():
-        document = weasyprint.HTML(string=html, base_url=_templates_dir().as_uri() + "/", url_fetcher=fetcher)
+        document = weasyprint.HTML(string=page, base_url=_templates_dir().as_uri() + "/", url_fetcher=fetcher)
         pdf = document.write_pdf(pdf_identifier=False)
     assert pdf is not None
     return bytes(pdf)
+
+
+def weasyprint_installed() -> bool:
+    """Whether WeasyPrint can be found, without importing it (a system library it needs may still
+    be missing: `require_weasyprint` says so when it imports it)."""
+    from importlib.util import find_spec
+
+    return find_spec("weasyprint") is not None
 
 
 @contextmanager
