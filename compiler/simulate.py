@@ -203,7 +203,12 @@ def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, 
     arrivals = arrival_times(workload.rate, workload.arrival_cv, duration, rng)
     prompt, output, klass = lengths(workload, len(arrivals), rng)
     n = router.replicas
-    routes = rng.integers(0, n, len(arrivals)) if router.policy == "random" else np.arange(len(arrivals)) % n
+    if router.policy == "random":
+        routes = rng.integers(0, n, len(arrivals)).tolist()
+    elif router.policy == "round_robin":
+        routes = (np.arange(len(arrivals)) % n).tolist()
+    else:  # least loaded: the loop routes each arrival as it comes
+        routes = []
     cached = np.minimum(np.floor(workload.prefix_hit_rate * prompt), prompt - 1).astype(np.int64)
     loop = engine_module()
     requests = loop.Requests(prompt.tolist(), output.tolist(), cached.tolist())
@@ -211,7 +216,7 @@ def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, 
     limits = Limits(engine.max_num_seqs, engine.token_budget, engine.kv_capacity_tokens, engine.kv_block_size,
                     engine.chunked_prefill)
     sim = loop.Group(limits, iteration_time, requests, log, n)
-    end = sim.run(arrivals.tolist(), routes.tolist(), router.policy == "least_loaded",
+    end = sim.run(arrivals.tolist(), routes, router.policy == "least_loaded",
                   warmup * duration, math.inf if drain else duration)
     return _result(requests, log, arrivals, prompt, output, klass, sim, (warmup * duration, end), n)
 
