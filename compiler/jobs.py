@@ -153,15 +153,7 @@ def _stand_by(warm: Callable[[], object], work: Callable[[Any], Any], inbox: Any
         x = inbox.recv()
     except EOFError:  # the parent ended without sending anything
         return
-    try:
-        value = work(x)
-    except BaseException:
-        outbox.send(("failed", None))
-        return
-    try:
-        outbox.send(("ok", value))
-    except Exception:  # the result does not pickle
-        outbox.send(("failed", None))
+    _deliver(outbox, lambda: work(x))
 
 
 _AGAIN = object()  # the child gave no result: the work runs in this process
@@ -182,15 +174,21 @@ def _run(works: list[Callable[[], Any]], send: Any, claims: Any, lock: Any) -> N
     runs that work itself, and so raises the same exception the child met), or that the parent
     took it first."""
     for index, work in enumerate(works):
-        if not _claim(claims, lock, index, _CHILD):
+        if _claim(claims, lock, index, _CHILD):
+            _deliver(send, work)
+        else:
             send.send(("taken", None))
-            continue
-        try:
-            value = work()
-        except BaseException:
-            send.send(("failed", None))
-            continue
-        try:
-            send.send(("ok", value))
-        except Exception:  # the result does not pickle
-            send.send(("failed", None))
+
+
+def _deliver(send: Any, work: Callable[[], Any]) -> None:
+    """In a child: ("ok", the result of `work()`), or ("failed", None) when it raised or its
+    result does not pickle."""
+    try:
+        value = work()
+    except BaseException:
+        send.send(("failed", None))
+        return
+    try:
+        send.send(("ok", value))
+    except Exception:  # the result does not pickle
+        send.send(("failed", None))
