@@ -2,7 +2,8 @@
 
 Contract: `Group(limits, iteration_time, requests, log, replicas).run(arrivals, routes,
 least_loaded, warm, horizon)` serves the arrivals (request i arrives at `arrivals[i]`, on
-`routes[i]` unless `least_loaded`) as steps 1-5 of the engine and the router of `simulate.py`'s
+`routes[i]`, or with `least_loaded` on the replica with the fewest requests in system, `routes`
+unread) as steps 1-5 of the engine and the router of `simulate.py`'s
 contract say, fills `requests` (per-request state: first token and finish times, preemptions) and
 `log` (one row per iteration, appended when the iteration starts, so in the order iterations
 start: `start` never decreases), and returns the end of the run. Plain values only (ints, floats,
