@@ -148,7 +148,11 @@ class _IterationTimer:
     little back too). An iteration with a prefill is evaluated alone: its shape rarely recurs.
     A search the formula reads whose answer does not depend on the iteration's shape (the running
     batch at the peak, whose trials read none of these inputs) is given its value in the plan
-    rather than solved again at every evaluation, which was most of an evaluation's cost."""
+    rather than solved again at every evaluation, which was most of an evaluation's cost; and a
+    pass computes only the nodes the shape moves (42 of the flagship's 630), the others they read
+    given as the plan's values. A pass still costs about 0.35 ms (the formulas interpreted over
+    one-point arrays), so a run is about that times the iterations of a shape not seen before:
+    with a prefill in most iterations, nearly one an arrival (bench/README.md, `simulate.py`)."""
 
     DECODES = 4
     CONTEXTS = 64
@@ -164,6 +168,17 @@ class _IterationTimer:
         shaped = set().union(*(ir.downstream(el, name) for name in self.inputs))  # what the shape moves
         self.settled = {n: np.array([float(lowered.values[n])]) for n in self.only - shaped
                         if ir.is_search(el.nodes[n].expr) and n in lowered.values}
+        # each pass computes only what the shape moves (42 of the flagship's 630 nodes), its other
+        # inputs given as the values the full pass would have read from the plan; a search the
+        # shape moves is solved by a full pass instead, which re-evaluates its trials
+        moved = self.only & shaped
+        self.pass_nodes, self.constants = self.only, dict(self.settled)
+        if not any(ir.is_search(el.nodes[n].expr) for n in moved):
+            read = {d for n in moved for d in (*el.nodes[n].deps, *ir.refs(el.nodes[n].expr))}
+            frontier = read - moved
+            self.pass_nodes = moved | frontier | set(self.inputs)  # a fixed value is read only for a node of the pass
+            self.constants = {d: self.settled[d] if d in self.settled else _plan_value(lowered.values, d)
+                              for d in frontier}
         self.prompt_tokens = max(prompt_tokens, 1.0)
         self.memo: dict[tuple[int, int, int, int], float] = {}
 
@@ -187,6 +202,15 @@ class _IterationTimer:
         shapes = np.array(keys, dtype=float)
         fixed = dict(zip(self.inputs, (shapes[:, 0], shapes[:, 1] * 8.0, shapes[:, 2], shapes[:, 2] / self.prompt_tokens,
                                        shapes[:, 3] * 8.0)))
-        out = evaluate_many(self.lowered.elaborated, self.lowered.values, {**self.settled, **fixed}, self.only)
+        out = evaluate_many(self.lowered.elaborated, self.lowered.values, {**self.constants, **fixed}, self.pass_nodes)
         times = np.broadcast_to(np.asarray(out[self.target], dtype=float), (len(keys),))
         self.memo.update(zip(keys, times.tolist()))
+
+
+def _plan_value(values: dict[str, Any], node: str) -> Any:
+    """A node's value as a pass of the vectorised evaluator reads it from the plan (`vector._scalar`;
+    nan where the plan has none)."""
+    if node not in values:
+        return np.nan
+    value = values[node]
+    return bool(value) if isinstance(value, bool) else float(value)

@@ -70,3 +70,6 @@ def test_the_running_batch_search_is_settled_not_solved_again(lowered) -> None: 
     assert "chat.batch" in timer.only and ir.is_search(el.nodes["chat.batch"].expr)
     assert set(timer.settled) == {"chat.batch"}
     assert float(timer.settled["chat.batch"][0]) == float(lowered.values["chat.batch"])
+    # and a pass computes only what the shape moves, reading the rest as the plan's values
+    assert len(timer.pass_nodes) < len(timer.only) / 4
+    assert timer.constants["chat.batch"] is timer.settled["chat.batch"]
