@@ -102,9 +102,9 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
             # takes back what the child has not started when it needs it (the input ranges last: this
             # process does them when its questions end before the child's earlier work)
             ranged_ahead = report and ranged
-            also_ahead = report and not sink.has_errors and also is not None
-            ahead = ([functools.partial(also, lowered)] if also_ahead and also is not None else []) + (
-                [functools.partial(_propagate, lowered)] if ranged_ahead else [])
+            extra = functools.partial(also, lowered) if report and also is not None and not sink.has_errors else None
+            ranges = functools.partial(_propagate, lowered)
+            ahead = ([extra] if extra is not None else []) + ([ranges] if ranged_ahead else [])
             started: list[Callable[[], Any]] = []
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
@@ -115,9 +115,9 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
                 from .jobs import ahead_each
 
                 started = ahead_each(ahead)
-            if also_ahead:
+            if extra is not None:
                 result.also = started.pop(0)
-            uncertainty = started.pop(0) if ranged_ahead else functools.partial(_propagate, lowered)
+            uncertainty = started.pop(0) if ranged_ahead else ranges
             if ranged and not sink.has_errors:
                 result.uncertainty = uncertainty()
             if not sink.has_errors:

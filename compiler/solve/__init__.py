@@ -51,12 +51,9 @@ def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool 
     if progress is not None:
         solver.progress = progress
     levers: Callable[[], list[LeverAnswer]] = solver.levers
-    works: list[Callable[[], Any]] = []
-    if price_ahead and lowered.elaborated.summary and lowered.levers:
-        works.append(solver.lever_prices)
-    works.extend(also_ahead)
-    started = ahead_each(works)
-    if price_ahead and lowered.elaborated.summary and lowered.levers:
+    priced = bool(price_ahead and lowered.elaborated.summary and lowered.levers)
+    started = ahead_each(([solver.lever_prices] if priced else []) + list(also_ahead))
+    if priced:
         prices = started.pop(0)
 
         def levers() -> list[LeverAnswer]:
