@@ -8,10 +8,10 @@ simulator's inputs from the plan's own values and runs `simulate.simulate`:
   prefix hit rate;
 - the engine: `max_num_seqs`, the token budget (`prefill_chunk`), the KV cache
   (`kv_capacity_tokens`, `kv_block_size`), chunked prefill as the engine does it;
-- the iteration time: the plan's own `iteration_time` formula, evaluated (vectorised, see
-  `vector.py`) at the decodes, their mean context, the prefill tokens and their mean context of
-  each simulated iteration. Results are memoised on the iteration's shape, its contexts rounded to
-  8 tokens, so a run costs thousands of evaluations, not one per iteration.
+- the iteration time: the plan's own `iteration_time` formula at the decodes, their mean
+  context, the prefill tokens and their mean context of each simulated iteration (contexts
+  rounded to 8 tokens), its nodes that the shape moves compiled into closures over plain floats
+  (`scalar.py`) and their values kept by the parts of the shape they read (`_IterationTimer`).
 It returns the simulated summary and the analytic figures of the same operating point
 (`operating_batch`, `tpot_at_peak`, `ttft_at_peak`, `ttft_median_at_peak`, `itl_tail_at_peak`), so
 that a test or `plan simulate` can put them side by side. Nothing here is physics: the physics is
@@ -20,12 +20,15 @@ the plan's, and the queueing is the simulator's.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .lower import Lowered
+from .scalar import Closure, Unsupported, compile_nodes
 from .semantics import ir
 from .simulate import Engine, LengthClass, Router, SimResult, Workload, simulate
 from .vector import evaluate_many, needed
@@ -80,7 +83,7 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
     analytic = {k: value(f) for k, f in ANALYTIC.items()}
     names = [c for c, _ in classes]
     per_class = {c: _class_figures(lowered, deployment, c) for c in names} if len(names) > 1 else {}
-    return Replay(deployment, replicas, workload.rate, simulated, analytic, result, len(timer.memo), names,
+    return Replay(deployment, replicas, workload.rate, simulated, analytic, result, timer.evaluations, names,
                   {c: result.class_latency(i) for i, c in enumerate(names)} if len(names) > 1 else {},
                   {c: f for c, f in per_class.items() if f is not None})
 
@@ -140,22 +143,21 @@ def _instance_of(lowered: Lowered, field: str) -> str:
 class _IterationTimer:
     """`f(decodes, decode_context, prefill_tokens, prefill_context) -> s` from the plan's formula.
 
-    Memoised on the iteration's shape, its contexts rounded to 8 tokens. One evaluation of the
-    formula costs about the same for one point as for hundreds (the vectorised evaluator interprets
-    each formula once a pass), so a miss on a decode-only iteration, the shape a replica repeats
-    with one more token of context each step, evaluates the block of decode-only shapes around it at
-    once: `DECODES` more or fewer decodes, and the next `CONTEXTS` context steps of 8 tokens (a
-    little back too). An iteration with a prefill is evaluated alone: its shape rarely recurs.
-    A search the formula reads whose answer does not depend on the iteration's shape (the running
-    batch at the peak, whose trials read none of these inputs) is given its value in the plan
-    rather than solved again at every evaluation, which was most of an evaluation's cost; and a
-    pass computes only the nodes the shape moves (42 of the flagship's 630), the others they read
-    given as the plan's values. A pass still costs about 0.35 ms (the formulas interpreted over
-    one-point arrays), so a run is about that times the iterations of a shape not seen before:
-    with a prefill in most iterations, nearly one an arrival (bench/README.md, `simulate.py`)."""
+    The shape's contexts are rounded to 8 tokens (the iteration's time moves by far less than a part
+    in a thousand within that). Only the nodes the shape moves are computed (42 of the flagship's
+    630); the others they read are the plan's values, and a search the formula reads whose answer
+    the shape cannot move (the running batch at the peak, whose trials read none of these inputs)
+    is given its value in the plan rather than solved again. Those nodes are compiled once into
+    closures over plain floats (`scalar.py`, bit for bit the vectorised evaluator's values) and
+    grouped by the parts of the shape they read: the decode attention reads the decodes and their
+    context, the GEMMs and the collectives the decodes and the prefill tokens, the prefill
+    attention the prefill tokens and their context, and the sum all four. Each group but the last
+    keeps its values by its parts (`GROUP_MEMO` of them at most), so an iteration with a prefill
+    computes only the groups whose parts are new, then the sum; a decode-only shape, which a
+    replica repeats step after step, is kept whole. Where the shape moves a search, each shape is
+    one pass of the vectorised evaluator instead (about 0.35 ms)."""
 
-    DECODES = 4
-    CONTEXTS = 64
+    GROUP_MEMO = 100_000
 
     def __init__(self, lowered: Lowered, deployment: str, prompt_tokens: float) -> None:
         self.lowered = lowered
@@ -165,46 +167,110 @@ class _IterationTimer:
                                                        lowered.elaborated.nodes[self.target].span, "iteration_time")])
         self.only |= set(self.inputs)
         el = lowered.elaborated
-        shaped = set().union(*(ir.downstream(el, name) for name in self.inputs))  # what the shape moves
+        reach = {name: ir.downstream(el, name) for name in self.inputs}
+        shaped = set().union(*reach.values())  # what the shape moves
         self.settled = {n: np.array([float(lowered.values[n])]) for n in self.only - shaped
                         if ir.is_search(el.nodes[n].expr) and n in lowered.values}
-        # each pass computes only what the shape moves (42 of the flagship's 630 nodes), its other
-        # inputs given as the values the full pass would have read from the plan; a search the
-        # shape moves is solved by a full pass instead, which re-evaluates its trials
         moved = self.only & shaped
         self.pass_nodes, self.constants = self.only, dict(self.settled)
+        self.groups: list[_Group] = []
         if not any(ir.is_search(el.nodes[n].expr) for n in moved):
             read = {d for n in moved for d in (*el.nodes[n].deps, *ir.refs(el.nodes[n].expr))}
             frontier = read - moved
             self.pass_nodes = moved | frontier | set(self.inputs)  # a fixed value is read only for a node of the pass
             self.constants = {d: self.settled[d] if d in self.settled else _plan_value(lowered.values, d)
                               for d in frontier}
+            self.groups = self._groups([n for n in el.order if n in moved and n not in reach], reach)
         self.prompt_tokens = max(prompt_tokens, 1.0)
-        self.memo: dict[tuple[int, int, int, int], float] = {}
+        self.memo: dict[tuple[int, int, int, int], float] = {}  # decode-only shapes
+        self.evaluations = 0  # shapes whose time was computed
+
+    def _groups(self, nodes: list[str], reach: dict[str, set[str]]) -> list[_Group]:
+        """The nodes by the parts of the key they read (`KEY_PARTS`), compiled. One group for each
+        set of parts that no other set read by some node contains (short of the whole key), and one,
+        last, for the nodes that read the whole key; a node goes into the first group, in that
+        order, whose parts include its own, so that each group reads only the inputs, itself and the
+        groups before it (a group's lookup costs more than computing the few nodes of a smaller one)."""
+        el = self.lowered.elaborated
+        parts = {n: frozenset(KEY_PARTS[i] for i, name in enumerate(self.inputs) if n in reach[name]) for n in nodes}
+        whole = frozenset(KEY_PARTS)
+        read = set(parts.values()) - {whole}
+        order = sorted((p for p in read if not any(p < q for q in read)), key=lambda p: (len(p), sorted(p)))
+        order += [whole] if whole in parts.values() else []
+        home = {n: next(g for g in order if parts[n] <= g) for n in nodes}
+        by_group = [[n for n in nodes if home[n] == g] for g in order]
+        slots = {name: i for i, name in enumerate(self.inputs)}
+        for group in by_group:
+            slots.update((n, len(slots)) for n in group)
+        try:
+            closures = compile_nodes(el, nodes, slots, {d: _plain(v) for d, v in self.constants.items()})
+        except Unsupported:
+            return []
+        self.slots, self.env = slots, [0.0] * len(slots)
+        self.slot = slots[self.target]
+        return [_Group(slots[g[0]], slots[g[-1]] + 1, [closures[n] for n in g],
+                       operator.itemgetter(*sorted(p)), {} if p != whole else None)
+                for p, g in zip(order, by_group)]
 
     def __call__(self, decodes: Any, decode_context: Any, prefill_tokens: Any, prefill_context: Any) -> float:
-        # contexts to 8 tokens: the iteration's time moves by far less than a part in a thousand within that
         key = (int(decodes), round(float(decode_context) / 8), int(prefill_tokens), round(float(prefill_context) / 8))
         found = self.memo.get(key)
         if found is None:
-            self._evaluate(self._decode_block(key) if key[2] == 0 else [key])
-            found = self.memo[key]
+            self.evaluations += 1
+            found = self._scalar(key) if self.groups else self._vector(key)
+            if key[2] == 0:
+                self.memo[key] = found
         return found
 
-    def _decode_block(self, key: tuple[int, int, int, int]) -> list[tuple[int, int, int, int]]:
-        """`key` first, then the decode-only shapes near it not evaluated yet."""
-        d, c = key[0], key[1]
-        near = [(a, b, 0, 0) for a in range(max(1, d - self.DECODES), d + self.DECODES + 1)
-                for b in range(max(0, c - self.CONTEXTS // 8), c + self.CONTEXTS + 1)]
-        return [key] + [k for k in near if k != key and k not in self.memo]
+    def _scalar(self, key: tuple[int, int, int, int]) -> float:
+        env = self.env
+        env[0], env[1], env[2], env[3], env[4] = (float(key[0]), key[1] * 8.0, float(key[2]),
+                                                  key[2] / self.prompt_tokens, key[3] * 8.0)
+        for group in self.groups:
+            memo = group.memo
+            if memo is not None:
+                part = group.part(key)
+                values = memo.get(part)
+                if values is not None:
+                    env[group.start:group.stop] = values
+                    continue
+            start = group.start
+            for i, closure in enumerate(group.closures):
+                env[start + i] = closure(env)
+            if memo is not None:
+                if len(memo) >= self.GROUP_MEMO:
+                    memo.clear()
+                memo[part] = env[start:group.stop]
+        return float(env[self.slot])
 
-    def _evaluate(self, keys: list[tuple[int, int, int, int]]) -> None:
-        shapes = np.array(keys, dtype=float)
-        fixed = dict(zip(self.inputs, (shapes[:, 0], shapes[:, 1] * 8.0, shapes[:, 2], shapes[:, 2] / self.prompt_tokens,
-                                       shapes[:, 3] * 8.0)))
+    def _vector(self, key: tuple[int, int, int, int]) -> float:
+        fixed = dict(zip(self.inputs, (np.array([float(key[0])]), np.array([key[1] * 8.0]), np.array([float(key[2])]),
+                                       np.array([key[2] / self.prompt_tokens]), np.array([key[3] * 8.0]))))
         out = evaluate_many(self.lowered.elaborated, self.lowered.values, {**self.constants, **fixed}, self.pass_nodes)
-        times = np.broadcast_to(np.asarray(out[self.target], dtype=float), (len(keys),))
-        self.memo.update(zip(keys, times.tolist()))
+        return float(np.asarray(out[self.target], dtype=float).reshape(-1)[0])
+
+
+KEY_PARTS = (0, 1, 2, 2, 3)
+"""The part of the timer's key (decodes, decode context / 8, prefill tokens, prefill context / 8)
+each of `ITERATION_INPUTS` is computed from (`chunk_prompts` from the prefill tokens)."""
+
+
+@dataclass
+class _Group:
+    """Nodes of the iteration that read the same parts of the key: their slots `start:stop` of the
+    timer's `env`, their closures in order, and their values by those parts (None for the nodes
+    that read the whole key)."""
+
+    start: int
+    stop: int
+    closures: list[Closure]
+    part: Callable[[tuple[int, int, int, int]], Any]
+    memo: dict[Any, list[Any]] | None
+
+
+def _plain(value: Any) -> Any:
+    """A constant of the timer's pass as the scalar evaluator takes it."""
+    return float(np.asarray(value).reshape(-1)[0]) if isinstance(value, np.ndarray) else value
 
 
 def _plan_value(values: dict[str, Any], node: str) -> Any:

@@ -1,6 +1,7 @@
 """`plan simulate`'s iteration timer (`replay._IterationTimer`): the plan's own `iteration_time` at
-each simulated iteration's shape, computed a block of shapes at a time and with the searches the
-shape cannot move taken from the plan, and still the value the formula gives at that shape alone."""
+each simulated iteration's shape, computed by closures over plain floats (`scalar.py`) group by group
+with the searches the shape cannot move taken from the plan, and still, bit for bit, the value the
+formula gives at that shape alone."""
 
 from __future__ import annotations
 
@@ -33,35 +34,77 @@ def alone(lowered, timer: _IterationTimer, key: tuple[int, int, int, int]) -> fl
 
 def test_the_timer_gives_the_formula_at_each_shape(lowered) -> None:  # type: ignore[no-untyped-def]
     timer = _IterationTimer(lowered, "chat", 1000.0)
+    assert timer.groups  # the scalar closures, not the vectorised fallback
     shapes = [(40, 1000.0, 0, 0.0), (40, 1001.0, 0, 0.0), (41, 1200.0, 0, 0.0), (3, 64.0, 0, 0.0),
-              (40, 1000.0, 1500, 700.0), (120, 5000.0, 2048, 1024.0), (1, 0.0, 8192, 4096.0)]
+              (40, 1000.0, 1500, 700.0), (120, 5000.0, 2048, 1024.0), (1, 0.0, 8192, 4096.0),
+              # parts of the shape seen before, in new combinations: their groups' kept values
+              (40, 1000.0, 2048, 1024.0), (120, 5000.0, 1500, 700.0), (40, 1000.0, 1500, 1024.0),
+              (3, 64.0, 8192, 700.0), (41, 1200.0, 0, 0.0)]
     for d, c, p, pc in shapes:
         key = (d, round(c / 8), p, round(pc / 8))
-        assert timer(d, c, p, pc) == alone(lowered, timer, key), key
-    # and every shape evaluated ahead in a decode-only block is the formula there too
-    ahead = [k for k in timer.memo if k[2] == 0 and k not in {(40, 125, 0, 0), (41, 150, 0, 0), (3, 8, 0, 0)}]
-    assert len(ahead) > 1000
-    for key in ahead[::97]:
-        assert timer.memo[key] == alone(lowered, timer, key), key
+        assert timer(d, c, p, pc) == alone(lowered, timer, key), key  # bit for bit
+    assert timer.evaluations == len(shapes) - 2  # two decode-only shapes seen before (1001 tokens is 1000 to 8) were kept whole
+    assert set(timer.memo) == {(40, 125, 0, 0), (41, 150, 0, 0), (3, 8, 0, 0)}  # prefill shapes are not kept whole
 
 
-def test_a_decode_only_miss_evaluates_the_shapes_around_it_in_one_pass(lowered, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import planc.replay as replay
-
-    passes: list[int] = []
-    real = replay.evaluate_many
-
-    def counted(elaborated, base, fixed, only=None):  # type: ignore[no-untyped-def]
-        passes.append(max(np.size(v) for v in fixed.values()))
-        return real(elaborated, base, fixed, only)
-
-    monkeypatch.setattr(replay, "evaluate_many", counted)
+def test_the_groups_split_the_moved_nodes_by_the_parts_of_the_shape_they_read(lowered) -> None:  # type: ignore[no-untyped-def]
     timer = _IterationTimer(lowered, "chat", 1000.0)
-    for step in range(200):  # a replica decoding 50 sequences, one token more each step
-        timer(50, 1000.0 + step, 0, 0.0)
-    assert len(passes) == 1 and passes[0] > 500
-    timer(50, 1000.0, 700, 350.0)  # a prefill: that shape alone
-    assert passes[1:] == [1]
+    el = lowered.elaborated
+    computed = [n for n in el.order if n in timer.pass_nodes and n not in timer.constants and n not in timer.inputs]
+    assert len(computed) == sum(g.stop - g.start for g in timer.groups) >= 30
+    assert [g.start for g in timer.groups[1:]] == [g.stop for g in timer.groups[:-1]]  # contiguous, in order
+    assert timer.groups[-1].memo is None and all(g.memo is not None for g in timer.groups[:-1])
+
+    def reads(g) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
+        part = g.part((10, 11, 12, 13))  # which parts of the key the group is kept by
+        return tuple(v - 10 for v in (part if isinstance(part, tuple) else (part,)))
+
+    group_of = {n: k for k, g in enumerate(timer.groups) for n in computed if g.start <= timer.slots[n] < g.stop}
+    assert len(group_of) == len(computed)
+    assert reads(timer.groups[-1]) == (0, 1, 2, 3) and group_of["chat.iteration_time"] == len(timer.groups) - 1
+    assert reads(timer.groups[group_of["chat.decode_attention_time"]]) == (0, 1)  # decodes and their context
+    assert reads(timer.groups[group_of["chat.gemm_time"]]) == (0, 2)  # decodes and prefill tokens: the GEMMs' rows
+    assert reads(timer.groups[group_of["chat.chunk_attention_time"]]) == (2, 3)  # prefill tokens and their context
+    assert len(timer.groups) == 4  # no group's parts inside another's: a node that reads the decodes alone
+    assert group_of["chat.decode_positions"] == group_of["chat.decode_attention_time"]  # joins the first that has them
+    parts_of = {n: {(0, 1, 2, 2, 3)[i] for i, name in enumerate(timer.inputs) if n in ir.downstream(el, name)}
+                for n in computed}
+    for node in computed:  # kept by parts that include all it reads, after every node it reads
+        assert parts_of[node] <= set(reads(timer.groups[group_of[node]])), node
+        for dep in el.nodes[node].deps:
+            assert dep in timer.constants or dep in timer.inputs or group_of[dep] <= group_of[node], (node, dep)
+
+
+def test_each_group_is_computed_only_for_parts_it_has_not_seen(lowered, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    timer = _IterationTimer(lowered, "chat", 1000.0)
+    timer(40, 1000.0, 1500, 700.0)
+    sizes = [None if g.memo is None else len(g.memo) for g in timer.groups]
+    assert sizes[:-1] == [1] * (len(sizes) - 1)
+    timer(40, 1000.0, 1500, 720.0)  # only the prefill context moved: its groups gain an entry, no other
+    grown = [g for g, before in zip(timer.groups, sizes) if g.memo is not None and len(g.memo) > before]
+    assert grown and all(g.part((40, 125, 1500, 90)) != g.part((40, 125, 1500, 88)) for g in grown)
+    assert len(grown) < len(timer.groups) - 1
+    # a group's memory is bounded: past GROUP_MEMO parts it starts again, and the values stay right
+    monkeypatch.setattr(_IterationTimer, "GROUP_MEMO", 2)
+    for pc in range(0, 400, 8):
+        key = (40, 125, 1500, pc // 8)
+        assert timer(40, 1000.0, 1500, float(pc)) == alone(lowered, timer, key)
+    assert all(g.memo is None or len(g.memo) <= 2 for g in timer.groups)
+
+
+def test_without_the_scalar_closures_each_shape_is_one_vectorised_pass(lowered, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import planc.replay as replay
+    from planc.scalar import Unsupported
+
+    def refuse(*args):  # type: ignore[no-untyped-def]
+        raise Unsupported("as for a formula with a search the shape moves")
+
+    monkeypatch.setattr(replay, "compile_nodes", refuse)
+    timer = _IterationTimer(lowered, "chat", 1000.0)
+    assert timer.groups == []
+    for d, c, p, pc in [(40, 1000.0, 0, 0.0), (120, 5000.0, 2048, 1024.0)]:
+        key = (d, round(c / 8), p, round(pc / 8))
+        assert timer(d, c, p, pc) == alone(lowered, timer, key), key
 
 
 def test_the_running_batch_search_is_settled_not_solved_again(lowered) -> None:  # type: ignore[no-untyped-def]
