@@ -20,17 +20,15 @@ the plan's, and the queueing is the simulator's.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .lower import Lowered
-from .scalar import Closure, Unsupported, compile_nodes
+from .scalar import Unsupported, compile_nodes
 from .semantics import ir
-from .simulate import Engine, LengthClass, Router, SimResult, Workload, simulate
+from .simulate import Engine, IterationTime, LengthClass, Router, SimResult, Workload, engine_module, simulate
 from .vector import evaluate_many, needed
 
 ITERATION_INPUTS = ("decode_sequences", "decode_context", "chunk_tokens", "chunk_prompts", "chunk_context")
@@ -78,7 +76,7 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
     engine = Engine(max_num_seqs=int(value("max_num_seqs")), token_budget=int(value("prefill_chunk")),
                     kv_capacity_tokens=int(value("kv_capacity_tokens")), kv_block_size=int(value("kv_block_size")))
     timer = _IterationTimer(lowered, deployment, value("new_prompt_tokens"))
-    result = simulate(workload, engine, timer, Router(router, replicas), duration, seed=seed)
+    result = simulate(workload, engine, timer.function(), Router(router, replicas), duration, seed=seed)
     simulated = result.summary()
     analytic = {k: value(f) for k, f in ANALYTIC.items()}
     names = [c for c, _ in classes]
@@ -154,8 +152,10 @@ class _IterationTimer:
     attention the prefill tokens and their context, and the sum all four. Each group but the last
     keeps its values by its parts (`GROUP_MEMO` of them at most), so an iteration with a prefill
     computes only the groups whose parts are new, then the sum; a decode-only shape, which a
-    replica repeats step after step, is kept whole. Where the shape moves a search, each shape is
-    one pass of the vectorised evaluator instead (about 0.35 ms)."""
+    replica repeats step after step, is kept whole. The keys, the lookups and the calls of the
+    closures are `sim_engine.ShapeTimer`'s, compiled with the event loop, which the simulator calls
+    directly (`function()`). Where the shape moves a search, each shape is one pass of the
+    vectorised evaluator instead (about 0.35 ms)."""
 
     GROUP_MEMO = 100_000
 
@@ -173,23 +173,24 @@ class _IterationTimer:
                         if ir.is_search(el.nodes[n].expr) and n in lowered.values}
         moved = self.only & shaped
         self.pass_nodes, self.constants = self.only, dict(self.settled)
-        self.groups: list[_Group] = []
+        self.prompt_tokens = max(prompt_tokens, 1.0)
+        self.shaped: Any = None  # the compiled timer (`sim_engine.ShapeTimer`), where the closures compile
         if not any(ir.is_search(el.nodes[n].expr) for n in moved):
             read = {d for n in moved for d in (*el.nodes[n].deps, *ir.refs(el.nodes[n].expr))}
             frontier = read - moved
             self.pass_nodes = moved | frontier | set(self.inputs)  # a fixed value is read only for a node of the pass
             self.constants = {d: self.settled[d] if d in self.settled else _plan_value(lowered.values, d)
                               for d in frontier}
-            self.groups = self._groups([n for n in el.order if n in moved and n not in reach], reach)
-        self.prompt_tokens = max(prompt_tokens, 1.0)
-        self.memo: dict[tuple[int, int, int, int], float] = {}  # decode-only shapes
-        self.evaluations = 0  # shapes whose time was computed
+            self.shaped = self._shaped([n for n in el.order if n in moved and n not in reach], reach)
+        self.memo: dict[tuple[int, int, int, int], float] = {}  # decode-only shapes, where not compiled
+        self._evaluations = 0
 
-    def _groups(self, nodes: list[str], reach: dict[str, set[str]]) -> list[_Group]:
-        """The nodes by the parts of the key they read (`KEY_PARTS`), compiled. One group for each
-        set of parts that no other set read by some node contains (short of the whole key), and one,
-        last, for the nodes that read the whole key; a node goes into the first group, in that
-        order, whose parts include its own, so that each group reads only the inputs, itself and the
+    def _shaped(self, nodes: list[str], reach: dict[str, set[str]]) -> Any:
+        """The nodes by the parts of the key they read (`KEY_PARTS`), compiled, in a
+        `sim_engine.ShapeTimer` (None if a formula does not compile). One group for each set of
+        parts that no other set read by some node contains (short of the whole key), and one, last,
+        for the nodes that read the whole key; a node goes into the first group, in that order,
+        whose parts include its own, so that each group reads only the inputs, itself and the
         groups before it (a group's lookup costs more than computing the few nodes of a smaller one)."""
         el = self.lowered.elaborated
         parts = {n: frozenset(KEY_PARTS[i] for i, name in enumerate(self.inputs) if n in reach[name]) for n in nodes}
@@ -205,43 +206,38 @@ class _IterationTimer:
         try:
             closures = compile_nodes(el, nodes, slots, {d: _plain(v) for d, v in self.constants.items()})
         except Unsupported:
-            return []
-        self.slots, self.env = slots, [0.0] * len(slots)
-        self.slot = slots[self.target]
-        return [_Group(slots[g[0]], slots[g[-1]] + 1, [closures[n] for n in g],
-                       operator.itemgetter(*sorted(p)), {} if p != whole else None)
-                for p, g in zip(order, by_group)]
+            return None
+        self.slots = slots
+        loop = engine_module()
+        groups = [loop.ShapeGroup(slots[g[0]], slots[g[-1]] + 1, [closures[n] for n in g], sorted(p), p != whole)
+                  for p, g in zip(order, by_group)]
+        return loop.ShapeTimer(groups, len(slots), slots[self.target], self.prompt_tokens, self.GROUP_MEMO)
+
+    @property
+    def groups(self) -> list[Any]:
+        return [] if self.shaped is None else list(self.shaped.groups)
+
+    @property
+    def evaluations(self) -> int:
+        """Shapes whose time was computed."""
+        return self._evaluations if self.shaped is None else int(self.shaped.evaluations)
+
+    def function(self) -> IterationTime:
+        """What the simulator calls: the compiled timer itself where there is one (no Python call
+        in between), else this object."""
+        return self.shaped if self.shaped is not None else self
 
     def __call__(self, decodes: Any, decode_context: Any, prefill_tokens: Any, prefill_context: Any) -> float:
+        if self.shaped is not None:
+            return float(self.shaped(int(decodes), float(decode_context), int(prefill_tokens), float(prefill_context)))
         key = (int(decodes), round(float(decode_context) / 8), int(prefill_tokens), round(float(prefill_context) / 8))
         found = self.memo.get(key)
         if found is None:
-            self.evaluations += 1
-            found = self._scalar(key) if self.groups else self._vector(key)
+            self._evaluations += 1
+            found = self._vector(key)
             if key[2] == 0:
                 self.memo[key] = found
         return found
-
-    def _scalar(self, key: tuple[int, int, int, int]) -> float:
-        env = self.env
-        env[0], env[1], env[2], env[3], env[4] = (float(key[0]), key[1] * 8.0, float(key[2]),
-                                                  key[2] / self.prompt_tokens, key[3] * 8.0)
-        for group in self.groups:
-            memo = group.memo
-            if memo is not None:
-                part = group.part(key)
-                values = memo.get(part)
-                if values is not None:
-                    env[group.start:group.stop] = values
-                    continue
-            start = group.start
-            for i, closure in enumerate(group.closures):
-                env[start + i] = closure(env)
-            if memo is not None:
-                if len(memo) >= self.GROUP_MEMO:
-                    memo.clear()
-                memo[part] = env[start:group.stop]
-        return float(env[self.slot])
 
     def _vector(self, key: tuple[int, int, int, int]) -> float:
         fixed = dict(zip(self.inputs, (np.array([float(key[0])]), np.array([key[1] * 8.0]), np.array([float(key[2])]),
@@ -253,19 +249,6 @@ class _IterationTimer:
 KEY_PARTS = (0, 1, 2, 2, 3)
 """The part of the timer's key (decodes, decode context / 8, prefill tokens, prefill context / 8)
 each of `ITERATION_INPUTS` is computed from (`chunk_prompts` from the prefill tokens)."""
-
-
-@dataclass
-class _Group:
-    """Nodes of the iteration that read the same parts of the key: their slots `start:stop` of the
-    timer's `env`, their closures in order, and their values by those parts (None for the nodes
-    that read the whole key)."""
-
-    start: int
-    stop: int
-    closures: list[Closure]
-    part: Callable[[tuple[int, int, int, int]], Any]
-    memo: dict[Any, list[Any]] | None
 
 
 def _plain(value: Any) -> Any:

@@ -8,6 +8,9 @@ contract say, fills `requests` (per-request state: first token and finish times,
 `log` (one row per iteration, appended when the iteration starts, so in the order iterations
 start: `start` never decreases), and returns the end of the run. Plain values only (ints, floats,
 lists, `array`s and one callable); it knows nothing of `Engine`, `Workload` or numpy.
+`ShapeTimer` is such a callable: an iteration's time from closures over plain floats, kept by the
+parts of the iteration's shape they read (`replay.py` builds it from the plan's formula), here so
+that its bookkeeping is compiled too.
 
 Why a module of its own: it is the one place where a run spends its time (O(1) work per iteration
 and per request, tens of millions of iterations in an hour of traffic), so it is written in the
@@ -394,3 +397,89 @@ class Group:
         self.in_system_area = area + total * max(stop - since, 0.0)
         self.unfinished = total
         return stop
+
+
+Closure = Callable[[list[Any]], Any]
+"""`f(env) -> value`: one node of a formula, reading the values before it in `env`."""
+
+
+class ShapeGroup:
+    """Nodes of an iteration's formula that read the same parts of its shape: their slots
+    `start:stop` in the timer's `env`, their closures in order, the parts of the key they read
+    (indices into (decodes, decode context / 8, prefill tokens, prefill context / 8)), and whether
+    their values are kept by those parts."""
+
+    def __init__(self, start: int, stop: int, closures: list[Closure], parts: list[int], kept: bool) -> None:
+        self.start = start
+        self.stop = stop
+        self.closures = closures
+        self.parts = parts
+        self.memo: dict[int, list[Any]] | None = {} if kept else None
+
+
+class ShapeTimer:
+    """An `IterationTime` computed by closures over plain floats (`replay._IterationTimer` builds
+    them from the plan's formula), kept by the parts of the iteration's shape each group reads.
+
+    A call rounds the contexts to 8 tokens: the key is (decodes, round(decode context / 8), prefill
+    tokens, round(prefill context / 8)), each part below 2^32. A decode-only key seen before is its
+    kept time. Otherwise `env[0:5]` are set to the decodes, the decode context (key × 8), the
+    prefill tokens, the prefill tokens / `prompt_tokens` and the prefill context (key × 8); each
+    group in order either restores its values kept by its parts (packed into one integer, 32 bits a
+    part) or runs its closures, each into its slot, and keeps them (at most `group_memo` keys a
+    group, then it starts again); the time is `env[target]`. `evaluations` counts the keys computed.
+    Compiled with the rest of this module, the keys and lookups cost a fraction of the closures."""
+
+    def __init__(self, groups: list[ShapeGroup], slots: int, target: int, prompt_tokens: float,
+                 group_memo: int) -> None:
+        self.groups = groups
+        self.env: list[Any] = [0.0] * slots
+        self.target = target
+        self.prompt_tokens = prompt_tokens
+        self.group_memo = group_memo
+        self.memo: dict[int, float] = {}  # decode-only keys: decodes << 32 | context / 8
+        self.evaluations = 0
+
+    def __call__(self, decodes: int, decode_context: float, prefill_tokens: int, prefill_context: float) -> float:
+        d = decodes
+        c: int = round(decode_context / 8)
+        p = prefill_tokens
+        q: int = round(prefill_context / 8)
+        if d < 0 or c < 0 or p < 0 or q < 0 or (d | c | p | q) >> 32:
+            raise ValueError(f"an iteration shape part out of range: {(d, c, p, q)}")
+        whole = -1
+        if p == 0 and q == 0:
+            whole = d << 32 | c
+            found = self.memo.get(whole)
+            if found is not None:
+                return found
+        self.evaluations += 1
+        key = [d, c, p, q]
+        env = self.env
+        env[0] = float(d)
+        env[1] = c * 8.0
+        env[2] = float(p)
+        env[3] = p / self.prompt_tokens
+        env[4] = q * 8.0
+        for group in self.groups:
+            memo = group.memo
+            packed = 0
+            if memo is not None:
+                for i in group.parts:
+                    packed = packed << 32 | key[i]
+                values = memo.get(packed)
+                if values is not None:
+                    env[group.start:group.stop] = values
+                    continue
+            slot = group.start
+            for closure in group.closures:
+                env[slot] = closure(env)
+                slot += 1
+            if memo is not None:
+                if len(memo) >= self.group_memo:
+                    memo.clear()
+                memo[packed] = env[group.start:group.stop]
+        time = float(env[self.target])
+        if whole >= 0:
+            self.memo[whole] = time
+        return time

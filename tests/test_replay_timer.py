@@ -44,7 +44,8 @@ def test_the_timer_gives_the_formula_at_each_shape(lowered) -> None:  # type: ig
         key = (d, round(c / 8), p, round(pc / 8))
         assert timer(d, c, p, pc) == alone(lowered, timer, key), key  # bit for bit
     assert timer.evaluations == len(shapes) - 2  # two decode-only shapes seen before (1001 tokens is 1000 to 8) were kept whole
-    assert set(timer.memo) == {(40, 125, 0, 0), (41, 150, 0, 0), (3, 8, 0, 0)}  # prefill shapes are not kept whole
+    kept = {(40, 125), (41, 150), (3, 8)}  # prefill shapes are not kept whole
+    assert set(timer.shaped.memo) == {d << 32 | c for d, c in kept}
 
 
 def test_the_groups_split_the_moved_nodes_by_the_parts_of_the_shape_they_read(lowered) -> None:  # type: ignore[no-untyped-def]
@@ -56,8 +57,7 @@ def test_the_groups_split_the_moved_nodes_by_the_parts_of_the_shape_they_read(lo
     assert timer.groups[-1].memo is None and all(g.memo is not None for g in timer.groups[:-1])
 
     def reads(g) -> tuple[int, ...]:  # type: ignore[no-untyped-def]
-        part = g.part((10, 11, 12, 13))  # which parts of the key the group is kept by
-        return tuple(v - 10 for v in (part if isinstance(part, tuple) else (part,)))
+        return tuple(g.parts)  # which parts of the key the group is kept by
 
     group_of = {n: k for k, g in enumerate(timer.groups) for n in computed if g.start <= timer.slots[n] < g.stop}
     assert len(group_of) == len(computed)
@@ -80,16 +80,43 @@ def test_each_group_is_computed_only_for_parts_it_has_not_seen(lowered, monkeypa
     timer(40, 1000.0, 1500, 700.0)
     sizes = [None if g.memo is None else len(g.memo) for g in timer.groups]
     assert sizes[:-1] == [1] * (len(sizes) - 1)
-    timer(40, 1000.0, 1500, 720.0)  # only the prefill context moved: its groups gain an entry, no other
-    grown = [g for g, before in zip(timer.groups, sizes) if g.memo is not None and len(g.memo) > before]
-    assert grown and all(g.part((40, 125, 1500, 90)) != g.part((40, 125, 1500, 88)) for g in grown)
-    assert len(grown) < len(timer.groups) - 1
-    # a group's memory is bounded: past GROUP_MEMO parts it starts again, and the values stay right
+    timer(40, 1000.0, 1500, 720.0)  # only the prefill context moved (88 -> 90 eighths): its group gains a key
+    grown = [tuple(g.parts) for g, before in zip(timer.groups, sizes) if g.memo is not None and len(g.memo) > before]
+    assert grown == [(2, 3)]
+    assert timer.evaluations == 2
+    # a group's memory is bounded: past GROUP_MEMO keys it starts again, and the values stay right
     monkeypatch.setattr(_IterationTimer, "GROUP_MEMO", 2)
+    timer = _IterationTimer(lowered, "chat", 1000.0)
     for pc in range(0, 400, 8):
         key = (40, 125, 1500, pc // 8)
         assert timer(40, 1000.0, 1500, float(pc)) == alone(lowered, timer, key)
     assert all(g.memo is None or len(g.memo) <= 2 for g in timer.groups)
+
+
+def test_the_simulator_calls_the_compiled_timer_itself(lowered) -> None:  # type: ignore[no-untyped-def]
+    from planc.simulate import engine_module
+
+    timer = _IterationTimer(lowered, "chat", 1000.0)
+    assert timer.function() is timer.shaped and type(timer.shaped) is engine_module().ShapeTimer
+    assert timer.function()(40, 1000.0, 1500, 700.0) == timer(40, 1000.0, 1500, 700.0)
+    with pytest.raises(ValueError, match="out of range"):
+        timer(1 << 32, 0.0, 0, 0.0)
+
+
+def test_the_compiled_and_the_pure_timer_agree_bit_for_bit(lowered) -> None:  # type: ignore[no-untyped-def]
+    from planc import sim_engine
+
+    timer = _IterationTimer(lowered, "chat", 1000.0)
+    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None)
+              for g in timer.groups]
+    pure = sim_engine.ShapeTimer(groups, len(timer.slots), timer.slots[timer.target], timer.prompt_tokens, 50)
+    rng = np.random.default_rng(7)
+    shapes = zip(rng.integers(1, 120, 3000).tolist(), rng.uniform(0, 9000, 3000).tolist(),
+                 (rng.integers(0, 2048, 3000) * (rng.random(3000) < 0.3)).tolist(), rng.uniform(0, 4000, 3000).tolist())
+    for d, c, p, pc in shapes:
+        pc = pc if p else 0.0
+        assert timer(d, c, p, pc) == pure(d, c, p, pc), (d, c, p, pc)
+    assert timer.evaluations == pure.evaluations
 
 
 def test_without_the_scalar_closures_each_shape_is_one_vectorised_pass(lowered, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -101,7 +128,7 @@ def test_without_the_scalar_closures_each_shape_is_one_vectorised_pass(lowered, 
 
     monkeypatch.setattr(replay, "compile_nodes", refuse)
     timer = _IterationTimer(lowered, "chat", 1000.0)
-    assert timer.groups == []
+    assert timer.groups == [] and timer.function() is timer
     for d, c, p, pc in [(40, 1000.0, 0, 0.0), (120, 5000.0, 2048, 1024.0)]:
         key = (d, round(c / 8), p, round(pc / 8))
         assert timer(d, c, p, pc) == alone(lowered, timer, key), key
