@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from planc.exact import search_bounds
-from planc.pipeline import Compilation
+from planc.pipeline import Compilation, compile_plan
 from planc.simulate import lognormal_fit
 from planc.vector import evaluate_many
 
@@ -188,6 +188,29 @@ def test_the_analytic_model_agrees_with_the_simulator(tmp_path: Path, workload: 
     """Both serve the same peak with the same iteration physics; the analytic model's steady state
     (running batch, TPOT) and its queue (TTFT) against the simulated distribution."""
     replay_agrees(tmp_path, plan(workload, utilization))
+
+
+def test_the_itl_tail_of_a_replica_that_rarely_prefills_is_a_decode_step_at_the_batchs_quantile(tmp_path: Path) -> None:
+    """Long outputs at light load: fewer than 1 % of the iterations carry a prompt, so the p99
+    inter-token latency is a decode-only iteration, at the quantile of the running batch (a
+    Poisson count about it) that the percentile leaves, not at its mean: the mean-batch step put it
+    at the mean TPOT, 28 % under the simulated p99 (docs/physics.md §7.7)."""
+    from planc.replay import replay
+
+    reasoning = {"prompt_tokens = 1000": "prompt_tokens = 300", "prompt_tokens_p99 = 6000": "prompt_tokens_p99 = 1000",
+                 "output_tokens = 250": "output_tokens = 4000", "output_tokens_p99 = 1000": "output_tokens_p99 = 16000"}
+    text = plan("chat", 0.3)
+    for chat, long in reasoning.items():
+        text = text.replace(chat, long)
+    path = tmp_path / "p.plan"
+    path.write_text(text, encoding="utf-8")
+    c = compile_plan(path)
+    assert c.lowered is not None
+    v = {k: float(x) for k, x in c.lowered.values.items() if not isinstance(x, str)}  # type: ignore[arg-type]
+    assert v["d.itl_tail_at_peak"] > 1.1 * v["d.tpot_at_peak"]
+    runs = [replay(c.lowered, "d", duration=4000, replicas=2, seed=seed) for seed in (3, 4, 5)]
+    simulated = sorted(r.simulated["itl_p99"] for r in runs)[1]
+    assert runs[0].analytic["itl_p99"] == pytest.approx(simulated, rel=0.15)
 
 
 def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: Path) -> None:
