@@ -124,7 +124,7 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
     timed by the plan's own physics, and print the simulated latencies beside the analytic model's.
     Exit 0, or 2 if the plan is invalid or has no deployment."""
     from .pipeline import compile_plan
-    from .replay import ANALYTIC, CLASS_ANALYTIC, replay
+    from .replay import ANALYTIC, CLASS_ANALYTIC, NotSimulable, replay
 
     progress(f"compiling {plan_file}")
     result = compile_plan(plan_file)
@@ -140,7 +140,12 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         sys.exit(2)
     name = deployment or names[0]
     progress(f"simulating {duration:g} s of `{name}` on {replicas} replica(s)")
-    run = replay(result.lowered, name, duration=duration, replicas=replicas, seed=seed, router=router)
+    try:
+        run = replay(result.lowered, name, duration=duration, replicas=replicas, seed=seed, router=router)
+    except NotSimulable as exc:
+        click.echo(f"error: `{name}` cannot be simulated: {exc.message}", err=True)
+        click.echo(f"  = help: {exc.help}", err=True)
+        sys.exit(2)
     sim = run.simulated
     click.echo(f"{name}: {replicas} replica(s) at {run.rate:,.4g} requests/s for {duration:g} s "
                f"({int(sim['requests']):,} requests measured, seed {seed}, {router} router)")

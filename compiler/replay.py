@@ -12,6 +12,10 @@ simulator's inputs from the plan's own values and runs `simulate.simulate`:
   context, the prefill tokens and their mean context of each simulated iteration (contexts
   rounded to 8 tokens), its nodes that the shape moves compiled into closures over plain floats
   (`scalar.py`) and their values kept by the parts of the shape they read (`_IterationTimer`).
+A deployment the simulator cannot serve as the plan states it (a token budget below
+`max_num_seqs`, which vLLM refuses too; no memory left for the KV cache; no traffic at the peak; an
+iteration time that is not positive) raises `NotSimulable`, with what is wrong in the plan's terms
+and a help line; `plan simulate` prints both and exits 2.
 It returns the simulated summary and the analytic figures of the same operating point
 (`operating_batch`, `tpot_at_peak`, `ttft_at_peak`, `ttft_median_at_peak`, `itl_tail_at_peak`), so
 that a test or `plan simulate` can put them side by side. Nothing here is physics: the physics is
@@ -20,6 +24,8 @@ the plan's, and the queueing is the simulator's.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +79,15 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
                       for c, share in classes) if len(classes) > 1 else (),
         prompt_bins=histogram(lowered, traffic, "prompt"), output_bins=histogram(lowered, traffic, "output"),
     )
+    _check_simulable(deployment, value)
     engine = Engine(max_num_seqs=int(value("max_num_seqs")), token_budget=int(value("prefill_chunk")),
                     kv_capacity_tokens=int(value("kv_capacity_tokens")), kv_block_size=int(value("kv_block_size")))
     timer = _IterationTimer(lowered, deployment, value("new_prompt_tokens"))
-    result = simulate(workload, engine, timer.function(), Router(router, replicas), duration, seed=seed)
+    try:
+        result = simulate(workload, engine, timer.function(), Router(router, replicas), duration, seed=seed)
+    except ValueError as exc:  # the plan's own iteration time is not a positive number at some shape
+        raise NotSimulable(str(exc), "the deployment's `iteration_time` must be a positive time at every iteration's "
+                           "shape: check the inputs its physics reads (`plan explain`, or the report's derivation)") from exc
     simulated = result.summary()
     analytic = {k: value(f) for k, f in ANALYTIC.items()}
     names = [c for c, _ in classes]
@@ -84,6 +95,39 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
     return Replay(deployment, replicas, workload.rate, simulated, analytic, result, timer.evaluations, names,
                   {c: result.class_latency(i) for i, c in enumerate(names)} if len(names) > 1 else {},
                   {c: f for c, f in per_class.items() if f is not None})
+
+
+class NotSimulable(ValueError):
+    """A plan that compiles but whose deployment the simulator cannot serve: what, in the plan's
+    terms (`message`), and what to change (`help`)."""
+
+    def __init__(self, message: str, help: str) -> None:
+        super().__init__(message)
+        self.message, self.help = message, help
+
+
+def _check_simulable(deployment: str, value: Callable[[str], float]) -> None:
+    """The engine settings the simulator takes, as the engine would take them."""
+    seqs, budget = value("max_num_seqs"), value("prefill_chunk")
+    capacity, block, rate = value("kv_capacity_tokens"), value("kv_block_size"), value("peak_replica_rate")
+    problems = [
+        (math.isfinite(rate) and rate > 0, f"no requests reach a replica at the peak (`{deployment}.peak_replica_rate` = {rate:g}/s)",
+         "check the traffic's users, requests per user and peak factor"),
+        (math.isfinite(seqs) and seqs >= 1, f"`{deployment}.max_num_seqs` = {seqs:g} admits no sequence",
+         "set `max_num_seqs` to at least 1"),
+        (math.isfinite(budget) and budget >= seqs,
+         f"its token budget, `{deployment}.prefill_chunk` = {budget:g} tokens, is below `max_num_seqs` = {seqs:g}: every "
+         "running sequence takes a token of each iteration",
+         "set `prefill_chunk` to at least `max_num_seqs` tokens, or lower `max_num_seqs` (vLLM refuses this "
+         "configuration too: vllm/config/scheduler.py, max_num_batched_tokens must be >= max_num_seqs)"),
+        (math.isfinite(capacity) and math.isfinite(block) and block >= 1 and capacity >= block,
+         f"its KV cache holds {capacity:,.0f} tokens, less than one block of {block:g}",
+         "the weights and activations leave no memory for the KV cache: see `plan compile`'s memory checks "
+         "(fewer bytes per weight, more tensor parallelism, or an accelerator with more memory)"),
+    ]
+    for ok, message, help in problems:
+        if not ok:
+            raise NotSimulable(message, help)
 
 
 CLASS_ANALYTIC = {"ttft_p50": "ttft_median_at_peak", "ttft_p99": "ttft_at_peak"}

@@ -230,6 +230,22 @@ def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: P
     assert wrong.exit_code == 2 and "no deployment `nope`" in wrong.output
 
 
+def test_plan_simulate_refuses_an_engine_the_simulator_cannot_run_with_a_help_line(tmp_path: Path) -> None:
+    """A plan that compiles with a token budget below max_num_seqs (vLLM refuses it at start-up):
+    an error in the plan's terms and what to change, exit 2, never a traceback."""
+    from click.testing import CliRunner
+    from planc.cli import main
+
+    path = tmp_path / "p.plan"
+    path.write_text(plan("chat", 0.6, "\n  max_num_seqs = 512\n  prefill_chunk = 256 tokens"), encoding="utf-8")
+    assert compile_plan(path).ok
+    result = CliRunner().invoke(main, ["simulate", str(path), "--duration", "20"])
+    assert result.exit_code == 2, result.output
+    assert "error: `d` cannot be simulated: its token budget, `d.prefill_chunk` = 256 tokens, is below `max_num_seqs` = 512" in result.output
+    assert "= help: set `prefill_chunk` to at least `max_num_seqs` tokens" in result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output
+
+
 def _erlang_c(c: int, a: float) -> float:
     """Erlang C from its textbook sum (Kleinrock, Queueing Systems I, eq. 3.42), for small c."""
     top = a ** c / math.factorial(c) * c / (c - a)
