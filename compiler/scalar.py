@@ -7,14 +7,17 @@ Contract
   sets, or a node of `nodes` whose closure the caller ran first) or in `constants` (a plain
   number, folded in when compiling). A subtree that reads no slot is computed once, when
   compiling, so a closure does only the work its slots move.
-- A closure's value is the vectorised evaluator's (`vector._OPS`) on one point, bit for bit:
+- A closure's value is the vectorised evaluator's (`vector._OPS`) on one point, bit for bit,
+  where that evaluator holds the slots as one-point arrays and the constants as plain numbers:
   float64 arithmetic (`+ - * /` and `sqrt` are correctly rounded in both); `^`, `exp` and `log`
-  by numpy's own kernels on a float64 scalar (Python's `**` and `math.exp` differ from them in
-  the last bit for a few percent of arguments); the other builtins (`erlang_c`, the quantiles)
-  by their numpy forms on a one-point array. An operation with no real value (a division by
-  zero, the log of a non-positive number, an overflow) gives what numpy gives there (NaN or
-  ±inf), never an exception; `min` and `max` propagate NaN; `if` computes only its branch.
-  tests/test_scalar.py holds every node of the flagship's iteration to the vectorised value.
+  by numpy's own kernels, each argument that reads a slot as a one-point array and the others as
+  plain numbers (numpy rounds `x ^ 0.5` as a square root for a plain exponent and not for an
+  array; Python's `**` and `math.exp` differ from both in the last bit for a few percent of
+  arguments); the other builtins (`erlang_c`, the quantiles) by their numpy forms on a one-point
+  array. An operation with no real value (a division by zero, the log of a non-positive number,
+  an overflow) gives what numpy gives there (NaN or ±inf), never an exception; `min` and `max`
+  propagate NaN; `if` computes only its branch. tests/test_scalar.py holds every formula of five
+  examples, and the edge cases, to the vectorised values.
 - A search (`largest`) is not compiled: `compile_nodes` raises `Unsupported`, and the caller uses
   the vectorised evaluator instead.
 - Nothing here is physics and no text is compiled: the closures are built from the IR's node
