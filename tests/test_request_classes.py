@@ -76,6 +76,17 @@ def test_the_mix_has_the_mixtures_moments(compile_text: Callable[[str], Compilat
     assert v["both.running_prompt_output"] == pytest.approx((o ** 2 * i).mean() / o.mean(), rel=0.02)
 
 
+def test_the_window_of_a_mix_serves_each_classs_long_requests(compile_text: Callable[[str], Compilation]) -> None:
+    """A small class of long documents: the mix's lognormal puts its p99 below the documents' own
+    p99 request, and the deployment's window (`context`) is the longest class's, so the documents
+    are not cut (docs/physics.md §7.8)."""
+    rare_docs = {**DOCS, "dau": "50 k users", "p": 12000, "p99": 60000, "o": 500, "o99": 1500}
+    v = values(compile_text(mixed(docs=rare_docs)))
+    assert v["docs.request_context_p99"] == 61500 and v["chat.request_context_p99"] == 7000
+    assert v["both.prompt_tokens_p99"] + v["both.output_tokens_p99"] < 30000  # the mix's lognormal alone
+    assert v["both.request_context_p99"] == 61500 and v["d.context"] == 61500
+
+
 def test_the_kv_of_a_running_sequence_follows_the_mixture(compile_text: Callable[[str], Compilation]) -> None:
     # a running sequence holds c = I + U·O tokens, drawn with weight O (a long output runs longer)
     v = values(compile_text(mixed()))
