@@ -6,6 +6,7 @@ on stderr, heavy libraries imported only by the command that needs them).
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -125,6 +126,7 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
     Exit 0, or 2 if the plan is invalid or has no deployment."""
     from .pipeline import compile_plan
     from .replay import ANALYTIC, CLASS_ANALYTIC, NotSimulable, replay
+    from .simulate import INTERVAL_BLOCKS, INTERVAL_LEVEL, INTERVAL_TAIL
 
     progress(f"compiling {plan_file}")
     result = compile_plan(plan_file)
@@ -151,25 +153,40 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
                f"({int(sim['requests']):,} requests measured, seed {seed}, {router} router)")
     labels = {"mean_running": ("running sequences (mean)", 1, ""), "tpot_mean": ("TPOT (mean)", 1e3, " ms"),
               "ttft_p50": ("TTFT p50", 1e3, " ms"), "ttft_p99": ("TTFT p99", 1e3, " ms"), "itl_p99": ("ITL p99", 1e3, " ms")}
-    click.echo(f"{'':28}{'simulated':>14}{'analytic':>14}{'difference':>12}")
+    level = f"{INTERVAL_LEVEL * 100:.0f} % interval"
+    click.echo(f"{'':28}{'simulated':>14}{level:>24}{'analytic':>14}{'difference':>12}")
+
+    def row(label: str, s_val: float, band: tuple[float, float], scale: float, unit: str) -> str:
+        low, high = band
+        spread = f"{low * scale:,.4g} – {high * scale:,.4g}{unit}" if math.isfinite(low) else "too few to tell"
+        return f"{label:28}{s_val * scale:>11,.4g}{unit:3}{spread:>24}"
+
+    def compared(s_val: float, a_val: float, band: tuple[float, float], scale: float, unit: str, field: str) -> str:
+        diff = (a_val - s_val) / s_val if s_val else float("nan")
+        where = "inside " if band[0] <= a_val <= band[1] else "outside" if math.isfinite(band[0]) else "       "
+        return f"{a_val * scale:>11,.4g}{unit:3}{diff:>+11.1%} {where}  ({field})"
+
+    bands = run.result.intervals()
     for key, field in ANALYTIC.items():
         label, scale, unit = labels[key]
-        s_val, a_val = sim[key], run.analytic[key]
-        diff = (a_val - s_val) / s_val if s_val else float("nan")
-        click.echo(f"{label:28}{s_val * scale:>11,.4g}{unit:3}{a_val * scale:>11,.4g}{unit:3}{diff:>+11.1%}  ({name}.{field})")
-    click.echo(f"{'TPOT p99':28}{sim['tpot_p99'] * 1e3:>11,.4g} ms   (no analytic figure)")
-    for klass, figures in run.class_simulated.items():
+        click.echo(row(label, sim[key], bands[key], scale, unit)
+                   + compared(sim[key], run.analytic[key], bands[key], scale, unit, f"{name}.{field}"))
+    click.echo(row("TPOT p99", sim["tpot_p99"], bands["tpot_p99"], 1e3, " ms") + "   (no analytic figure)")
+    for index, (klass, figures) in enumerate(run.class_simulated.items()):
         view = run.class_analytic.get(klass)
+        class_bands = run.result.intervals(index)
         for key, label in (("ttft_p50", "TTFT p50"), ("ttft_p99", "TTFT p99")):
-            line = f"{f'{klass}: {label}':28}{figures[key] * 1e3:>11,.4g} ms "
+            line = row(f"{klass}: {label}", figures[key], class_bands[key], 1e3, " ms")
             if view is None:
-                click.echo(line + f"  (no analytic figure: declare a `request_class` of `{name}` for `{klass}`)")
+                click.echo(line + f"   (no analytic figure: declare a `request_class` of `{name}` for `{klass}`)")
             else:
-                a_val = view[1][key]
-                diff = (a_val - figures[key]) / figures[key] if figures[key] else float("nan")
-                click.echo(line + f"{a_val * 1e3:>11,.4g} ms {diff:>+11.1%}  ({view[0]}.{CLASS_ANALYTIC[key]})")
+                click.echo(line + compared(figures[key], view[1][key], class_bands[key], 1e3, " ms",
+                                           f"{view[0]}.{CLASS_ANALYTIC[key]}"))
     click.echo(f"{'preemptions per request':28}{sim['preemptions_per_request']:>11,.4g}")
     click.echo(f"{'unfinished at the end':28}{int(sim['unfinished']):>11,}")
+    click.echo(f"{level}: the run's sampling error, a block bootstrap over {INTERVAL_BLOCKS} equal spans of the "
+               "measured window;\nan analytic figure inside it is as close as this run can tell (a longer run, or more "
+               f"replicas, narrows it);\ntoo few to tell: fewer than {INTERVAL_TAIL} requests beyond the percentile")
     sys.exit(0)
 
 

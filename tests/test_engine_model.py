@@ -223,9 +223,12 @@ def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: P
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].startswith("d: 1 replica(s) at ") and "requests measured, seed 0, random router" in lines[0]
+    assert "90 % interval" in lines[1]
     rows = {line[:28].strip(): line for line in lines[2:]}
     for label, field in [("TPOT (mean)", "d.tpot_at_peak"), ("TTFT p99", "d.ttft_at_peak"), ("running sequences (mean)", "d.operating_batch")]:
         assert field in rows[label] and "%" in rows[label]
+        assert " – " in rows[label] and ("inside" in rows[label] or "outside" in rows[label])  # the run's sampling error
+    assert lines[-3].startswith("90 % interval: the run's sampling error, a block bootstrap")
     wrong = CliRunner().invoke(main, ["simulate", str(path), "--deployment", "nope"])
     assert wrong.exit_code == 2 and "no deployment `nope`" in wrong.output
 
