@@ -243,7 +243,7 @@ class _Blocks:
         """The interval of the q-th percentile of positive values (weighted: each counted
         `weights` times): each span's values in `INTERVAL_BINS` bins equal in log between the
         least and the greatest, the quantile of each draw's pooled bins interpolated in its bin.
-        None (nan) with fewer than `INTERVAL_TAIL` values beyond it: resampling cannot reach past
+        (nan, nan) with fewer than `INTERVAL_TAIL` values beyond it: resampling cannot reach past
         the run's own largest values, so the interval of an extreme quantile of a few would be
         too narrow."""
         keep = np.isfinite(values) & (values > 0)
