@@ -116,16 +116,19 @@ def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str,
 @click.option("--router", type=click.Choice(["random", "round_robin", "least_loaded"]), default="random", show_default=True,
               help="how arrivals are spread over the replicas (the analytic model assumes random)")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="a table, or the `plan.simulate/1` JSON (`plan schema simulate`): each figure with its interval "
+                   "and each latency's distribution")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
               show_default=True, help="how to print problems")
 def simulate(plan_file: Path, deployment: str | None, duration: float, replicas: int, router: str, seed: int,
-             diag_fmt: str) -> None:
+             fmt: str, diag_fmt: str) -> None:
     """Serve the peak of FILE's deployment with a discrete-event simulation of its engine
     (arrivals, router, iteration scheduler, token budget, KV blocks, preemption), every iteration
     timed by the plan's own physics, and print the simulated latencies beside the analytic model's.
     Exit 0, or 2 if the plan is invalid or has no deployment."""
     from .pipeline import compile_plan
-    from .replay import ANALYTIC, CLASS_ANALYTIC, NotSimulable, replay
+    from .replay import NotSimulable, comparisons, replay, simulation_json
     from .simulate import INTERVAL_BLOCKS, INTERVAL_LEVEL, INTERVAL_TAIL
 
     progress(f"compiling {plan_file}")
@@ -148,42 +151,30 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         click.echo(f"error: `{name}` cannot be simulated: {exc.message}", err=True)
         click.echo(f"  = help: {exc.help}", err=True)
         sys.exit(2)
+    if fmt == "json":
+        click.echo(simulation_json(run, result.path, duration, seed, router), nl=False)
+        sys.exit(0)
     sim = run.simulated
     click.echo(f"{name}: {replicas} replica(s) at {run.rate:,.4g} requests/s for {duration:g} s "
                f"({int(sim['requests']):,} requests measured, seed {seed}, {router} router)")
-    labels = {"mean_running": ("running sequences (mean)", 1, ""), "tpot_mean": ("TPOT (mean)", 1e3, " ms"),
-              "ttft_p50": ("TTFT p50", 1e3, " ms"), "ttft_p99": ("TTFT p99", 1e3, " ms"), "itl_p99": ("ITL p99", 1e3, " ms")}
     level = f"{INTERVAL_LEVEL * 100:.0f} % interval"
     click.echo(f"{'':28}{'simulated':>14}{level:>24}{'analytic':>14}{'difference':>12}")
-
-    def row(label: str, s_val: float, band: tuple[float, float], scale: float, unit: str) -> str:
-        low, high = band
+    for row in comparisons(run):
+        scale, unit = (1e3, " ms") if row.unit == "s" else (1.0, "")
+        low, high = row.interval
         spread = f"{low * scale:,.4g} – {high * scale:,.4g}{unit}" if math.isfinite(low) else "too few to tell"
-        return f"{label:28}{s_val * scale:>11,.4g}{unit:3}{spread:>24}"
-
-    def compared(s_val: float, a_val: float, band: tuple[float, float], scale: float, unit: str, field: str) -> str:
-        diff = (a_val - s_val) / s_val if s_val else float("nan")
-        where = "inside " if band[0] <= a_val <= band[1] else "outside" if math.isfinite(band[0]) else "       "
-        return f"{a_val * scale:>11,.4g}{unit:3}{diff:>+11.1%} {where}  ({field})"
-
-    bands = run.result.intervals()
-    for key, field in ANALYTIC.items():
-        label, scale, unit = labels[key]
-        click.echo(row(label, sim[key], bands[key], scale, unit)
-                   + compared(sim[key], run.analytic[key], bands[key], scale, unit, f"{name}.{field}"))
-    click.echo(row("TPOT p99", sim["tpot_p99"], bands["tpot_p99"], 1e3, " ms") + "   (no analytic figure)")
-    for index, (klass, figures) in enumerate(run.class_simulated.items()):
-        view = run.class_analytic.get(klass)
-        class_bands = run.result.intervals(index)
-        for key, label in (("ttft_p50", "TTFT p50"), ("ttft_p99", "TTFT p99")):
-            line = row(f"{klass}: {label}", figures[key], class_bands[key], 1e3, " ms")
-            if view is None:
-                click.echo(line + f"   (no analytic figure: declare a `request_class` of `{name}` for `{klass}`)")
-            else:
-                click.echo(line + compared(figures[key], view[1][key], class_bands[key], 1e3, " ms",
-                                           f"{view[0]}.{CLASS_ANALYTIC[key]}"))
+        line = f"{row.label:28}{row.simulated * scale:>11,.4g}{unit:3}{spread:>24}"
+        if row.analytic is None:
+            hint = f": declare a `request_class` of `{name}` for `{row.klass}`" if row.klass else ""
+            click.echo(line + f"   (no analytic figure{hint})")
+            continue
+        where = {True: "inside ", False: "outside", None: "       "}[row.inside]
+        diff = row.difference if row.difference is not None else float("nan")
+        click.echo(line + f"{row.analytic * scale:>11,.4g}{unit:3}{diff:>+11.1%} {where}  ({row.field})")
     click.echo(f"{'preemptions per request':28}{sim['preemptions_per_request']:>11,.4g}")
     click.echo(f"{'unfinished at the end':28}{int(sim['unfinished']):>11,}")
+    if router != "random":
+        click.echo(f"the analytic figures assume random routing: a {router.replace('_', '-')} router queues less")
     click.echo(f"{level}: the run's sampling error, a block bootstrap over {INTERVAL_BLOCKS} equal spans of the "
                "measured window;\nan analytic figure inside it is as close as this run can tell (a longer run, or more "
                f"replicas, narrows it);\ntoo few to tell: fewer than {INTERVAL_TAIL} requests beyond the percentile")
@@ -234,11 +225,12 @@ def init(model: str, hardware: str, dau: str, output: Path | None, force: bool, 
 
 
 @click.command()
-@click.argument("name", type=click.Choice(["report", "check", "diff", "flags"]))
+@click.argument("name", type=click.Choice(["report", "check", "diff", "flags", "simulate"]))
 def schema(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of one machine-readable output: `report` for
     `plan compile --format json`, `check` for `plan check --format json`, `diff` for
-    `plan diff --format json`, `flags` for `plan flags --format json` (docs/report-json.md)."""
+    `plan diff --format json`, `flags` for `plan flags --format json`, `simulate` for
+    `plan simulate --format json` (docs/report-json.md)."""
     from .report.machine import schema_path
 
     click.echo(schema_path(f"plan.{name}").read_text(encoding="utf-8"), nl=False)

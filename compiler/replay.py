@@ -18,12 +18,16 @@ iteration time that is not positive) raises `NotSimulable`, with what is wrong i
 and a help line; `plan simulate` prints both and exits 2.
 It returns the simulated summary and the analytic figures of the same operating point
 (`operating_batch`, `tpot_at_peak`, `ttft_at_peak`, `ttft_median_at_peak`, `itl_tail_at_peak`), so
-that a test or `plan simulate` can put them side by side. Nothing here is physics: the physics is
-the plan's, and the queueing is the simulator's.
+that a test or `plan simulate` can put them side by side: `comparisons(run)` gives each figure
+the command prints with its 90 % interval (`SimResult.intervals`) and, where the plan has one, the
+analytic figure; `simulation_json` writes them, with each latency's distribution, as the
+`plan.simulate/1` document (docs/report-json.md). Nothing here is physics: the physics is the
+plan's, and the queueing is the simulator's.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +38,20 @@ import numpy as np
 from .lower import Lowered
 from .scalar import Unsupported, compile_nodes
 from .semantics import ir
-from .simulate import Engine, IterationTime, LengthClass, Router, SimResult, Workload, engine_module, simulate
+from .simulate import (
+    INTERVAL_BLOCKS,
+    INTERVAL_LEVEL,
+    INTERVAL_RESAMPLES,
+    INTERVAL_TAIL,
+    Engine,
+    IterationTime,
+    LengthClass,
+    Router,
+    SimResult,
+    Workload,
+    engine_module,
+    simulate,
+)
 from .vector import evaluate_many, needed
 
 ITERATION_INPUTS = ("decode_sequences", "decode_context", "chunk_tokens", "chunk_prompts", "chunk_context")
@@ -95,6 +112,99 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
     return Replay(deployment, replicas, workload.rate, simulated, analytic, result, timer.evaluations, names,
                   {c: result.class_latency(i) for i, c in enumerate(names)} if len(names) > 1 else {},
                   {c: f for c, f in per_class.items() if f is not None})
+
+
+LABELS = {"mean_running": ("running sequences (mean)", "1"), "tpot_mean": ("TPOT (mean)", "s"),
+          "ttft_p50": ("TTFT p50", "s"), "ttft_p99": ("TTFT p99", "s"), "itl_p99": ("ITL p99", "s"),
+          "tpot_p99": ("TPOT p99", "s")}
+"""each compared figure's label and unit (`1`: a count; `s`: seconds)"""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One simulated figure beside the plan's analytic one, in SI units: its 90 % interval (nan,
+    nan where the run has too few values to tell) and, where the plan has an analytic figure of
+    the same operating point, that figure and its field."""
+
+    key: str  # the simulated statistic (`SimResult.summary()`'s key)
+    label: str
+    unit: str
+    simulated: float
+    interval: tuple[float, float]
+    analytic: float | None
+    field: str | None
+    klass: str | None  # the request class, for a class's own figure
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the analytic figure lies inside the interval; None without either."""
+        if self.analytic is None or not math.isfinite(self.interval[0]):
+            return None
+        return self.interval[0] <= self.analytic <= self.interval[1]
+
+    @property
+    def difference(self) -> float | None:
+        """(analytic − simulated) / simulated."""
+        if self.analytic is None or not self.simulated:
+            return None
+        return (self.analytic - self.simulated) / self.simulated
+
+
+def comparisons(run: Replay) -> list[Comparison]:
+    """The figures `plan simulate` prints, in order: the deployment's, then each class's TTFT."""
+    bands = run.result.intervals()
+    rows = [Comparison(key, *LABELS[key], run.simulated[key], bands[key], run.analytic.get(key),
+                       f"{run.deployment}.{ANALYTIC[key]}" if key in ANALYTIC else None, None)
+            for key in (*ANALYTIC, "tpot_p99")]
+    for index, (klass, figures) in enumerate(run.class_simulated.items()):
+        view, class_bands = run.class_analytic.get(klass), run.result.intervals(index)
+        rows += [Comparison(key, f"{klass}: {LABELS[key][0]}", LABELS[key][1], figures[key], class_bands[key],
+                            None if view is None else view[1][key],
+                            None if view is None else f"{view[0]}.{CLASS_ANALYTIC[key]}", klass)
+                 for key in CLASS_ANALYTIC]
+    return rows
+
+
+def simulation_json(run: Replay, plan: str, duration: float, seed: int, router: str) -> str:
+    """The `plan.simulate/1` document (docs/report-json.md): the run, each compared figure with
+    its interval, each latency's distribution and each class's; byte-identical for the same
+    plan and options. A value that is not finite is null."""
+    from . import __version__
+
+    def number(x: float | None) -> float | None:
+        return float(x) if x is not None and math.isfinite(x) else None
+
+    def compared(row: Comparison) -> dict[str, Any]:
+        return {"name": row.key, "label": row.label, "unit": row.unit, "simulated": number(row.simulated),
+                "interval": {"low": number(row.interval[0]), "high": number(row.interval[1])}
+                if math.isfinite(row.interval[0]) else None,
+                "analytic": number(row.analytic), "field": row.field, "inside": row.inside,
+                "difference": number(row.difference)}
+
+    rows = comparisons(run)
+    shares = dict(request_class_shares(run))
+    document = {
+        "schema": "plan.simulate/1", "plan": plan, "version": __version__, "deployment": run.deployment,
+        "replicas": run.replicas, "duration": duration, "seed": seed, "router": router, "rate": number(run.rate),
+        "requests": int(run.simulated["requests"]), "unfinished": int(run.simulated["unfinished"]),
+        "preemptions_per_request": number(run.simulated["preemptions_per_request"]),
+        "interval": {"level": INTERVAL_LEVEL, "spans": INTERVAL_BLOCKS, "draws": INTERVAL_RESAMPLES,
+                     "min_beyond": INTERVAL_TAIL},
+        "figures": [compared(r) for r in rows if r.klass is None],
+        "distributions": {name: {k: number(x) for k, x in ladder.items()}
+                          for name, ladder in run.result.distributions().items()},
+        "classes": [{"class": klass, "measured_share": number(shares.get(klass)), "requests": int(figures["requests"]),
+                     "figures": [compared(r) for r in rows if r.klass == klass]}
+                    for klass, figures in run.class_simulated.items()],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def request_class_shares(run: Replay) -> list[tuple[str, float]]:
+    """Each class's share of the measured requests (simulated: the run's own draw)."""
+    total = len(run.result.klass)
+    return [(klass, float((run.result.klass == i).sum()) / total if total else math.nan)
+            for i, klass in enumerate(run.classes)] if len(run.classes) > 1 else []
 
 
 class NotSimulable(ValueError):

@@ -528,7 +528,7 @@ def test_the_pre_commit_hooks_run_plan_check_and_plan_fmt_on_plan_files() -> Non
 # ---- plan schema --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["report", "check", "diff", "flags"])
+@pytest.mark.parametrize("name", ["report", "check", "diff", "flags", "simulate"])
 def test_schema_prints_the_shipped_json_schema_of_each_output(name: str) -> None:
     import jsonschema
 

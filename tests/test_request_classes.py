@@ -231,3 +231,46 @@ def test_plan_simulate_prints_each_class(tmp_path: Path) -> None:
     rows = {line[:28].strip(): line for line in result.output.splitlines()}
     assert "chat_class.ttft_at_peak" in rows["chat: TTFT p99"] and "%" in rows["chat: TTFT p99"]
     assert "declare a `request_class` of `d` for `docs`" in rows["docs: TTFT p99"]
+
+
+def test_plan_simulate_json_carries_each_figure_its_interval_and_the_distributions(tmp_path: Path) -> None:
+    """`plan simulate --format json`: valid against the shipped schema, byte-identical run to run,
+    the same figures as the table (each class's too), and each latency's percentiles in order."""
+    import json
+
+    import jsonschema
+    from click.testing import CliRunner
+    from planc.cli import main
+    from planc.report.machine import schema_path
+
+    path = tmp_path / "mix.plan"
+    path.write_text(mixed(0.6).replace("request_class docs_class { deployment = d; traffic = docs; ttft_slo = 10 s }\n", ""),
+                    encoding="utf-8")
+    args = ["simulate", str(path), "--duration", "60", "--replicas", "2", "--seed", "1"]
+    first, again = (CliRunner().invoke(main, [*args, "--format", "json"]) for _ in range(2))
+    assert first.exit_code == 0, first.output
+    assert first.stdout == again.stdout
+    data = json.loads(first.stdout)
+    jsonschema.validate(data, json.loads(schema_path("plan.simulate").read_text(encoding="utf-8")),
+                        cls=jsonschema.Draft202012Validator)
+    assert (data["deployment"], data["replicas"], data["seed"], data["router"]) == ("d", 2, 1, "random")
+    table = CliRunner().invoke(main, args).stdout.splitlines()
+    rows = {line[:28].strip(): line for line in table}
+    for figure in data["figures"] + [f for c in data["classes"] for f in c["figures"]]:
+        scale = 1e3 if figure["unit"] == "s" else 1.0
+        assert f"{figure['simulated'] * scale:,.4g}" in rows[figure["label"]]
+        if figure["interval"] is not None:
+            low, high = figure["interval"]["low"], figure["interval"]["high"]
+            assert low <= figure["simulated"] * 1.02 and figure["simulated"] <= high * 1.02
+            if figure["analytic"] is not None:
+                assert figure["inside"] == (low <= figure["analytic"] <= high)
+    assert [c["class"] for c in data["classes"]] == ["chat", "docs"]
+    assert sum(c["measured_share"] for c in data["classes"]) == pytest.approx(1)
+    assert sum(c["requests"] for c in data["classes"]) == data["requests"]
+    docs = next(c for c in data["classes"] if c["class"] == "docs")
+    assert all(f["analytic"] is None and f["field"] is None for f in docs["figures"])  # no request_class for it
+    for name, ladder in data["distributions"].items():
+        values = [ladder[k] for k in ("p50", "p90", "p95", "p99", "p99.9")]
+        assert values == sorted(values) and all(v > 0 for v in values), name
+    ttft = next(f for f in data["figures"] if f["name"] == "ttft_p99")
+    assert ttft["simulated"] == data["distributions"]["ttft"]["p99"]
