@@ -27,6 +27,7 @@ plan's, and the queueing is the simulator's.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -99,7 +100,9 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
     _check_simulable(deployment, value)
     engine = Engine(max_num_seqs=int(value("max_num_seqs")), token_budget=int(value("prefill_chunk")),
                     kv_capacity_tokens=int(value("kv_capacity_tokens")), kv_block_size=int(value("kv_block_size")))
-    timer = _IterationTimer(lowered, deployment, value("new_prompt_tokens"))
+    window = int(value("context")) // 8 + 2  # a context rounded to 8 tokens, the window's included
+    timer = _IterationTimer(lowered, deployment, value("new_prompt_tokens"),
+                            (engine.max_num_seqs + 1, window, engine.token_budget + 1, window))
     try:
         result = simulate(workload, engine, timer.function(), Router(router, replicas), duration, seed=seed)
     except ValueError as exc:  # the plan's own iteration time is not a positive number at some shape
@@ -306,14 +309,23 @@ class _IterationTimer:
     attention the prefill tokens and their context, and the sum all four. Each group but the last
     keeps its values by its parts (`GROUP_MEMO` of them at most), so an iteration with a prefill
     computes only the groups whose parts are new, then the sum; a decode-only shape, which a
-    replica repeats step after step, is kept whole. The keys, the lookups and the calls of the
+    replica repeats step after step, is kept whole. A group keeps only its exports, the values
+    later groups read. Where the engine's ranges are given (`lengths`: the values each part of the
+    key takes), a kept group of at least `TABLE_NODES` nodes whose longest part takes at most
+    `TABLE_LENGTH` values keeps whole rows along that part instead: the GEMMs' group (25 nodes,
+    tens of µs by closures) at every prefill token count up to the budget for each number of
+    decodes, one vectorised pass of about a millisecond (`_row`), bit for bit the closures'
+    values. The keys, the lookups and the calls of the
     closures are `sim_engine.ShapeTimer`'s, compiled with the event loop, which the simulator calls
     directly (`function()`). Where the shape moves a search, each shape is one pass of the
     vectorised evaluator instead (about 0.35 ms)."""
 
     GROUP_MEMO = 100_000
+    TABLE_NODES = 10
+    TABLE_LENGTH = 16_384
 
-    def __init__(self, lowered: Lowered, deployment: str, prompt_tokens: float) -> None:
+    def __init__(self, lowered: Lowered, deployment: str, prompt_tokens: float,
+                 lengths: tuple[int, int, int, int] = (0, 0, 0, 0)) -> None:
         self.lowered = lowered
         self.target = f"{deployment}.iteration_time"
         self.inputs = [f"{deployment}.{name}" for name in ITERATION_INPUTS]
@@ -328,6 +340,7 @@ class _IterationTimer:
         moved = self.only & shaped
         self.pass_nodes, self.constants = self.only, dict(self.settled)
         self.prompt_tokens = max(prompt_tokens, 1.0)
+        self.lengths = lengths  # each part of the key: the values it takes, 0 to length − 1
         self.shaped: Any = None  # the compiled timer (`sim_engine.ShapeTimer`), where the closures compile
         if not any(ir.is_search(el.nodes[n].expr) for n in moved):
             read = {d for n in moved for d in (*el.nodes[n].deps, *ir.refs(el.nodes[n].expr))}
@@ -363,9 +376,27 @@ class _IterationTimer:
             return None
         self.slots = slots
         loop = engine_module()
-        groups = [loop.ShapeGroup(slots[g[0]], slots[g[-1]] + 1, [closures[n] for n in g], sorted(p), p != whole)
-                  for p, g in zip(order, by_group)]
+        groups = []
+        for index, (p, g) in enumerate(zip(order, by_group)):
+            later = {r for h in by_group[index + 1:] for n in h for r in (*el.nodes[n].deps, *ir.refs(el.nodes[n].expr))}
+            exports = [n for n in g if n in later or n == self.target]
+            axis = max(p, key=lambda part: self.lengths[part]) if p != whole else -1
+            tabulated = len(g) >= self.TABLE_NODES and axis >= 0 and 0 < self.lengths[axis] <= self.TABLE_LENGTH
+            groups.append(loop.ShapeGroup(slots[g[0]], slots[g[-1]] + 1, [closures[n] for n in g], sorted(p), p != whole,
+                                          [slots[n] for n in exports], axis if tabulated else -1,
+                                          functools.partial(self._row, axis, exports) if tabulated else None))
         return loop.ShapeTimer(groups, len(slots), slots[self.target], self.prompt_tokens, self.GROUP_MEMO)
+
+    def _row(self, axis: int, exports: list[str], key: list[int]) -> list[list[Any]]:
+        """A tabulated group's exports at every value of its axis (0 to the axis's length − 1), the
+        key's other parts as given: one pass of the vectorised evaluator, whose values are the
+        closures' bit for bit (`scalar.py`)."""
+        length = self.lengths[axis]
+        parts = [np.arange(length, dtype=float) if i == axis else np.full(length, float(key[i])) for i in range(4)]
+        decodes, context, tokens, chunk_context = parts
+        fixed = dict(zip(self.inputs, (decodes, context * 8.0, tokens, tokens / self.prompt_tokens, chunk_context * 8.0)))
+        out = evaluate_many(self.lowered.elaborated, self.lowered.values, {**self.constants, **fixed}, self.pass_nodes)
+        return [np.broadcast_to(np.asarray(out[n]), (length,)).tolist() for n in exports]
 
     @property
     def groups(self) -> list[Any]:

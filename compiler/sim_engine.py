@@ -403,18 +403,30 @@ Closure = Callable[[list[Any]], Any]
 """`f(env) -> value`: one node of a formula, reading the values before it in `env`."""
 
 
+Tabulate = Callable[[list[int]], list[list[Any]]]
+"""`f(key) -> rows`: a group's exported values along its axis, the key's other parts fixed at `key`'s."""
+
+
 class ShapeGroup:
     """Nodes of an iteration's formula that read the same parts of its shape: their slots
     `start:stop` in the timer's `env`, their closures in order, the parts of the key they read
-    (indices into (decodes, decode context / 8, prefill tokens, prefill context / 8)), and whether
-    their values are kept by those parts."""
+    (indices into (decodes, decode context / 8, prefill tokens, prefill context / 8)), whether
+    their values are kept by those parts, and the slots of theirs that later groups read
+    (`exports`: all that a kept value restores). A kept group with an `axis` (one of its parts)
+    and a `tabulate` function keeps whole rows instead: for each value of its other parts, its
+    exports at every value of the axis up to the row's length, computed at once by `tabulate`."""
 
-    def __init__(self, start: int, stop: int, closures: list[Closure], parts: list[int], kept: bool) -> None:
+    def __init__(self, start: int, stop: int, closures: list[Closure], parts: list[int], kept: bool,
+                 exports: list[int], axis: int = -1, tabulate: Tabulate | None = None) -> None:
         self.start = start
         self.stop = stop
         self.closures = closures
         self.parts = parts
         self.memo: dict[int, list[Any]] | None = {} if kept else None
+        self.exports = exports
+        self.axis = axis if kept and tabulate is not None else -1
+        self.tabulate = tabulate
+        self.rows: dict[int, list[list[Any]]] = {}
 
 
 class ShapeTimer:
@@ -425,10 +437,12 @@ class ShapeTimer:
     tokens, round(prefill context / 8)), each part below 2^32. A decode-only key seen before is its
     kept time. Otherwise `env[0:5]` are set to the decodes, the decode context (key × 8), the
     prefill tokens, the prefill tokens / `prompt_tokens` and the prefill context (key × 8); each
-    group in order either restores its values kept by its parts (packed into one integer, 32 bits a
-    part) or runs its closures, each into its slot, and keeps them (at most `group_memo` keys a
-    group, then it starts again); the time is `env[target]`. `evaluations` counts the keys computed.
-    Compiled with the rest of this module, the keys and lookups cost a fraction of the closures."""
+    group in order either restores its exports kept by its parts (packed into one integer, 32 bits
+    a part; a tabulated group, from the row of its other parts, made by `tabulate` the first time,
+    where the axis is within the row) or runs its closures, each into its slot, and keeps its
+    exports (at most `group_memo` keys a group, then it starts again); the time is `env[target]`.
+    `evaluations` counts the keys computed. Compiled with the rest of this module, the keys and
+    lookups cost a fraction of the closures."""
 
     def __init__(self, groups: list[ShapeGroup], slots: int, target: int, prompt_tokens: float,
                  group_memo: int) -> None:
@@ -464,12 +478,29 @@ class ShapeTimer:
         for group in self.groups:
             memo = group.memo
             packed = 0
-            if memo is not None:
+            if group.axis >= 0:
+                for i in group.parts:
+                    if i != group.axis:
+                        packed = packed << 32 | key[i]
+                row = group.rows.get(packed)
+                if row is None:
+                    tabulate = group.tabulate
+                    assert tabulate is not None
+                    row = tabulate(key)
+                    group.rows[packed] = row
+                x = key[group.axis]
+                if x < len(row[0]):
+                    for j, s in enumerate(group.exports):
+                        env[s] = row[j][x]
+                    continue
+                memo = None  # beyond the row (a prompt over the budget): computed, not kept
+            elif memo is not None:
                 for i in group.parts:
                     packed = packed << 32 | key[i]
                 values = memo.get(packed)
                 if values is not None:
-                    env[group.start:group.stop] = values
+                    for j, s in enumerate(group.exports):
+                        env[s] = values[j]
                     continue
             slot = group.start
             for closure in group.closures:
@@ -478,7 +509,7 @@ class ShapeTimer:
             if memo is not None:
                 if len(memo) >= self.group_memo:
                     memo.clear()
-                memo[packed] = env[group.start:group.stop]
+                memo[packed] = [env[s] for s in group.exports]
         time = float(env[self.target])
         if whole >= 0:
             self.memo[whole] = time

@@ -340,7 +340,7 @@ def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, 
     sim = loop.Group(limits, iteration_time, requests, log, n)
     end = sim.run(arrivals.tolist(), routes, router.policy == "least_loaded",
                   warmup * duration, math.inf if drain else duration)
-    return _result(requests, log, arrivals, prompt, output, klass, sim, (warmup * duration, end), n)
+    return _result(requests, log, arrivals, prompt, output, klass, sim, (warmup * duration, float(end)), n)
 
 
 @functools.cache

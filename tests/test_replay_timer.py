@@ -107,7 +107,7 @@ def test_the_compiled_and_the_pure_timer_agree_bit_for_bit(lowered) -> None:  # 
     from planc import sim_engine
 
     timer = _IterationTimer(lowered, "chat", 1000.0)
-    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None)
+    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None, list(g.exports))
               for g in timer.groups]
     pure = sim_engine.ShapeTimer(groups, len(timer.slots), timer.slots[timer.target], timer.prompt_tokens, 50)
     rng = np.random.default_rng(7)
@@ -143,3 +143,41 @@ def test_the_running_batch_search_is_settled_not_solved_again(lowered) -> None: 
     # and a pass computes only what the shape moves, reading the rest as the plan's values
     assert len(timer.pass_nodes) < len(timer.only) / 4
     assert timer.constants["chat.batch"] is timer.settled["chat.batch"]
+
+
+LENGTHS = (257, 8194, 8193, 8194)  # max_num_seqs 256, a window of 65,536 tokens, a token budget of 8,192
+
+
+def test_a_costly_group_is_tabulated_along_its_longest_part_and_gives_the_formula_bit_for_bit(lowered) -> None:  # type: ignore[no-untyped-def]
+    """With the engine's ranges known, the GEMMs' group (25 nodes, read by the decodes and the
+    prefill tokens) keeps whole rows: for each number of decodes, its exports at every prefill
+    token count up to the budget, one vectorised pass. A prompt beyond the budget (no chunking)
+    is computed by the closures; the small groups keep their values key by key."""
+    timer = _IterationTimer(lowered, "chat", 1000.0, LENGTHS)
+    axes = {tuple(g.parts): g.axis for g in timer.groups}
+    assert axes == {(0, 1): -1, (0, 2): 2, (2, 3): -1, (0, 1, 2, 3): -1}
+    gemm = next(g for g in timer.groups if g.axis >= 0)
+    assert len(gemm.exports) < gemm.stop - gemm.start  # only what later groups read is kept
+    shapes = [(40, 1000.0, 1500, 700.0), (40, 1000.0, 1, 0.0), (40, 1000.0, 8192, 4000.0), (3, 64.0, 1500, 700.0),
+              (40, 1000.0, 9000, 4500.0), (40, 1000.0, 0, 0.0), (120, 5000.0, 2048, 1024.0), (3, 64.0, 7, 3.0)]
+    for d, c, p, pc in shapes:
+        key = (d, round(c / 8), p, round(pc / 8))
+        assert timer(d, c, p, pc) == alone(lowered, timer, key), key  # bit for bit, on the row and beyond it
+    assert sorted(gemm.rows) == [3, 40, 120]  # one row per number of decodes, whatever the prefill
+    assert all(len(column) == LENGTHS[2] for row in gemm.rows.values() for column in row)
+
+
+def test_the_compiled_and_the_pure_timer_agree_bit_for_bit_with_rows(lowered) -> None:  # type: ignore[no-untyped-def]
+    from planc import sim_engine
+
+    timer = _IterationTimer(lowered, "chat", 1000.0, LENGTHS)
+    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None, list(g.exports),
+                                    g.axis, g.tabulate) for g in timer.groups]
+    pure = sim_engine.ShapeTimer(groups, len(timer.slots), timer.slots[timer.target], timer.prompt_tokens, 50)
+    rng = np.random.default_rng(8)
+    shapes = zip(rng.integers(1, 60, 2000).tolist(), rng.uniform(0, 9000, 2000).tolist(),
+                 (rng.integers(0, 9000, 2000) * (rng.random(2000) < 0.5)).tolist(), rng.uniform(0, 4000, 2000).tolist())
+    for d, c, p, pc in shapes:
+        pc = pc if p else 0.0
+        assert timer(d, c, p, pc) == pure(d, c, p, pc), (d, c, p, pc)
+    assert timer.evaluations == pure.evaluations
