@@ -6,6 +6,7 @@ on stderr, heavy libraries imported only by the command that needs them).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from pathlib import Path
@@ -116,19 +117,23 @@ def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str,
 @click.option("--router", type=click.Choice(["random", "round_robin", "least_loaded"]), default="random", show_default=True,
               help="how arrivals are spread over the replicas (the analytic model assumes random)")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1, max=64), default=1, show_default=True,
+              help="independent runs, with seeds SEED, SEED+1, ...: the table gives their mean and their range "
+                   "(the runs in parallel processes where there are cores)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="a table, or the `plan.simulate/1` JSON (`plan schema simulate`): each figure with its interval "
                    "and each latency's distribution")
 @click.option("--diagnostics", "diag_fmt", type=click.Choice(["human", "short", "json"]), default="human",
               show_default=True, help="how to print problems")
 def simulate(plan_file: Path, deployment: str | None, duration: float, replicas: int, router: str, seed: int,
-             fmt: str, diag_fmt: str) -> None:
+             seeds: int, fmt: str, diag_fmt: str) -> None:
     """Serve the peak of FILE's deployment with a discrete-event simulation of its engine
     (arrivals, router, iteration scheduler, token budget, KV blocks, preemption), every iteration
     timed by the plan's own physics, and print the simulated latencies beside the analytic model's.
     Exit 0, or 2 if the plan is invalid or has no deployment."""
+    from .jobs import ahead_each
     from .pipeline import compile_plan
-    from .replay import NotSimulable, comparisons, replay, simulation_json
+    from .replay import NotSimulable, combined, simulated_outcome, simulation_json
     from .simulate import INTERVAL_BLOCKS, INTERVAL_LEVEL, INTERVAL_TAIL
 
     progress(f"compiling {plan_file}")
@@ -144,22 +149,28 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         click.echo("  = help: " + (f"choose one of {', '.join(names)}" if names else "declare a `deployment`"), err=True)
         sys.exit(2)
     name = deployment or names[0]
-    progress(f"simulating {duration:g} s of `{name}` on {replicas} replica(s)")
+    progress(f"simulating {duration:g} s of `{name}` on {replicas} replica(s)" + (f", {seeds} runs" if seeds > 1 else ""))
+    works = [functools.partial(simulated_outcome, result.lowered, name, duration, replicas, s, router)
+             for s in range(seed, seed + seeds)]
+    started = ahead_each(works) if len(works) > 1 else works  # the runs are independent: one per core
     try:
-        run = replay(result.lowered, name, duration=duration, replicas=replicas, seed=seed, router=router)
+        outcomes = [started[i]() for i in reversed(range(len(works)))][::-1]  # from the last: this process takes those not begun
     except NotSimulable as exc:
         click.echo(f"error: `{name}` cannot be simulated: {exc.message}", err=True)
         click.echo(f"  = help: {exc.help}", err=True)
         sys.exit(2)
+    run = combined(outcomes)
     if fmt == "json":
-        click.echo(simulation_json(run, result.path, duration, seed, router), nl=False)
+        click.echo(simulation_json(run, result.path, duration, router), nl=False)
         sys.exit(0)
-    sim = run.simulated
+    several = seeds > 1
+    runs = f"{seeds} runs, seeds {seed}-{seed + seeds - 1}; " if several else ""
     click.echo(f"{name}: {replicas} replica(s) at {run.rate:,.4g} requests/s for {duration:g} s "
-               f"({int(sim['requests']):,} requests measured, seed {seed}, {router} router)")
-    level = f"{INTERVAL_LEVEL * 100:.0f} % interval"
-    click.echo(f"{'':28}{'simulated':>14}{level:>24}{'analytic':>14}{'difference':>12}")
-    for row in comparisons(run):
+               f"({runs}{run.requests:,} requests measured{' in all' if several else ''}"
+               f"{'' if several else f', seed {seed}'}, {router} router)")
+    level = f"range of {seeds} runs" if several else f"{INTERVAL_LEVEL * 100:.0f} % interval"
+    click.echo(f"{'':28}{'mean' if several else 'simulated':>14}{level:>24}{'analytic':>14}{'difference':>12}")
+    for row in run.rows:
         scale, unit = (1e3, " ms") if row.unit == "s" else (1.0, "")
         low, high = row.interval
         spread = f"{low * scale:,.4g} – {high * scale:,.4g}{unit}" if math.isfinite(low) else "too few to tell"
@@ -171,13 +182,18 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         where = {True: "inside ", False: "outside", None: "       "}[row.inside]
         diff = row.difference if row.difference is not None else float("nan")
         click.echo(line + f"{row.analytic * scale:>11,.4g}{unit:3}{diff:>+11.1%} {where}  ({row.field})")
-    click.echo(f"{'preemptions per request':28}{sim['preemptions_per_request']:>11,.4g}")
-    click.echo(f"{'unfinished at the end':28}{int(sim['unfinished']):>11,}")
+    click.echo(f"{'preemptions per request':28}{run.preemptions_per_request:>11,.4g}")
+    click.echo(f"{'unfinished at the end':28}{run.unfinished:>11,}")
     if router != "random":
         click.echo(f"the analytic figures assume random routing: a {router.replace('_', '-')} router queues less")
-    click.echo(f"{level}: the run's sampling error, a block bootstrap over {INTERVAL_BLOCKS} equal spans of the "
-               "measured window;\nan analytic figure inside it is as close as this run can tell (a longer run, or more "
-               f"replicas, narrows it);\ntoo few to tell: fewer than {INTERVAL_TAIL} requests beyond the percentile")
+    if several:
+        click.echo(f"{level}: the least and the greatest of the {seeds} independent runs' figures, and their mean;\n"
+                   "an analytic figure inside the range is as close as these runs can tell (more runs, or longer ones, "
+                   "tell more)")
+    else:
+        click.echo(f"{level}: the run's sampling error, a block bootstrap over {INTERVAL_BLOCKS} equal spans of the "
+                   "measured window;\nan analytic figure inside it is as close as this run can tell (a longer run, or "
+                   f"more replicas, narrows it);\ntoo few to tell: fewer than {INTERVAL_TAIL} requests beyond the percentile")
     sys.exit(0)
 
 

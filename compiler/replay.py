@@ -20,13 +20,16 @@ It returns the simulated summary and the analytic figures of the same operating 
 (`operating_batch`, `tpot_at_peak`, `ttft_at_peak`, `ttft_median_at_peak`, `itl_tail_at_peak`), so
 that a test or `plan simulate` can put them side by side: `comparisons(run)` gives each figure
 the command prints with its 90 % interval (`SimResult.intervals`) and, where the plan has one, the
-analytic figure; `simulation_json` writes them, with each latency's distribution, as the
-`plan.simulate/1` document (docs/report-json.md). Nothing here is physics: the physics is the
+analytic figure; `outcome` keeps those and each latency's distribution (small enough to come back
+from another process: `simulated_outcome` is one run, made there); `combined` makes several
+independent runs (seeds apart) one, each figure their mean and its interval their range; and
+`simulation_json` writes an outcome as the `plan.simulate/1` document (docs/report-json.md). Nothing here is physics: the physics is the
 plan's, and the queueing is the simulator's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -168,8 +171,60 @@ def comparisons(run: Replay) -> list[Comparison]:
     return rows
 
 
-def simulation_json(run: Replay, plan: str, duration: float, seed: int, router: str) -> str:
-    """The `plan.simulate/1` document (docs/report-json.md): the run, each compared figure with
+@dataclass(frozen=True)
+class Outcome:
+    """What `plan simulate` reports of one run, or of several independent runs (`combined`): the
+    compared figures, each latency's distribution and the counts, a few hundred numbers, so that a
+    run made in another process comes back whole. Of several runs, a figure is their mean, its
+    interval the least and the greatest of them, and `runs` each run's figure, row by row."""
+
+    deployment: str
+    replicas: int
+    rate: float
+    seeds: tuple[int, ...]
+    rows: tuple[Comparison, ...]
+    runs: tuple[tuple[float, ...], ...]
+    distributions: dict[str, dict[str, float]]
+    requests: int
+    unfinished: int
+    preemptions_per_request: float
+    classes: tuple[tuple[str, int], ...]  # each class of a mix and its measured requests
+
+
+def outcome(run: Replay, seed: int) -> Outcome:
+    rows = tuple(comparisons(run))
+    return Outcome(run.deployment, run.replicas, run.rate, (seed,), rows, tuple((r.simulated,) for r in rows),
+                   run.result.distributions(), int(run.simulated["requests"]), int(run.simulated["unfinished"]),
+                   run.simulated["preemptions_per_request"],
+                   tuple((klass, int(figures["requests"])) for klass, figures in run.class_simulated.items()))
+
+
+def simulated_outcome(lowered: Lowered, deployment: str, duration: float, replicas: int, seed: int,
+                      router: str) -> Outcome:
+    """One run's `Outcome` (what `plan simulate --seeds` runs in a second process, one per seed)."""
+    return outcome(replay(lowered, deployment, duration=duration, replicas=replicas, seed=seed, router=router), seed)
+
+
+def combined(outcomes: list[Outcome]) -> Outcome:
+    """Several independent runs of the same deployment (seeds apart) as one: each figure's mean,
+    the range of the runs as its interval; the distributions' means; the counts added."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    first = outcomes[0]
+    runs = tuple(tuple(v for o in outcomes for v in o.runs[i]) for i in range(len(first.rows)))
+    rows = tuple(dataclasses.replace(row, simulated=float(np.mean(values)), interval=(min(values), max(values)))
+                 for row, values in zip(first.rows, runs))
+    requests = sum(o.requests for o in outcomes)
+    preempted = sum(o.preemptions_per_request * o.requests for o in outcomes)
+    return Outcome(first.deployment, first.replicas, first.rate, tuple(s for o in outcomes for s in o.seeds), rows, runs,
+                   {name: {k: float(np.mean([o.distributions[name][k] for o in outcomes])) for k in ladder}
+                    for name, ladder in first.distributions.items()},
+                   requests, sum(o.unfinished for o in outcomes), preempted / requests if requests else math.nan,
+                   tuple((klass, sum(dict(o.classes)[klass] for o in outcomes)) for klass, _ in first.classes))
+
+
+def simulation_json(o: Outcome, plan: str, duration: float, router: str) -> str:
+    """The `plan.simulate/1` document (docs/report-json.md): the runs, each compared figure with
     its interval, each latency's distribution and each class's; byte-identical for the same
     plan and options. A value that is not finite is null."""
     from . import __version__
@@ -177,37 +232,28 @@ def simulation_json(run: Replay, plan: str, duration: float, seed: int, router: 
     def number(x: float | None) -> float | None:
         return float(x) if x is not None and math.isfinite(x) else None
 
-    def compared(row: Comparison) -> dict[str, Any]:
+    def compared(row: Comparison, values: tuple[float, ...]) -> dict[str, Any]:
         return {"name": row.key, "label": row.label, "unit": row.unit, "simulated": number(row.simulated),
                 "interval": {"low": number(row.interval[0]), "high": number(row.interval[1])}
                 if math.isfinite(row.interval[0]) else None,
                 "analytic": number(row.analytic), "field": row.field, "inside": row.inside,
-                "difference": number(row.difference)}
+                "difference": number(row.difference), "runs": [number(v) for v in values]}
 
-    rows = comparisons(run)
-    shares = dict(request_class_shares(run))
+    rows = list(zip(o.rows, o.runs))
+    several = len(o.seeds) > 1
     document = {
-        "schema": "plan.simulate/1", "plan": plan, "version": __version__, "deployment": run.deployment,
-        "replicas": run.replicas, "duration": duration, "seed": seed, "router": router, "rate": number(run.rate),
-        "requests": int(run.simulated["requests"]), "unfinished": int(run.simulated["unfinished"]),
-        "preemptions_per_request": number(run.simulated["preemptions_per_request"]),
-        "interval": {"level": INTERVAL_LEVEL, "spans": INTERVAL_BLOCKS, "draws": INTERVAL_RESAMPLES,
-                     "min_beyond": INTERVAL_TAIL},
-        "figures": [compared(r) for r in rows if r.klass is None],
-        "distributions": {name: {k: number(x) for k, x in ladder.items()}
-                          for name, ladder in run.result.distributions().items()},
-        "classes": [{"class": klass, "measured_share": number(shares.get(klass)), "requests": int(figures["requests"]),
-                     "figures": [compared(r) for r in rows if r.klass == klass]}
-                    for klass, figures in run.class_simulated.items()],
+        "schema": "plan.simulate/1", "plan": plan, "version": __version__, "deployment": o.deployment,
+        "replicas": o.replicas, "duration": duration, "seeds": list(o.seeds), "router": router, "rate": number(o.rate),
+        "requests": o.requests, "unfinished": o.unfinished, "preemptions_per_request": number(o.preemptions_per_request),
+        "interval": {"method": "range of runs" if several else "block bootstrap", "level": INTERVAL_LEVEL,
+                     "spans": INTERVAL_BLOCKS, "draws": INTERVAL_RESAMPLES, "min_beyond": INTERVAL_TAIL},
+        "figures": [compared(r, v) for r, v in rows if r.klass is None],
+        "distributions": {name: {k: number(x) for k, x in ladder.items()} for name, ladder in o.distributions.items()},
+        "classes": [{"class": klass, "measured_share": number(count / o.requests if o.requests else math.nan),
+                     "requests": count, "figures": [compared(r, v) for r, v in rows if r.klass == klass]}
+                    for klass, count in o.classes],
     }
     return json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
-
-
-def request_class_shares(run: Replay) -> list[tuple[str, float]]:
-    """Each class's share of the measured requests (simulated: the run's own draw)."""
-    total = len(run.result.klass)
-    return [(klass, float((run.result.klass == i).sum()) / total if total else math.nan)
-            for i, klass in enumerate(run.classes)] if len(run.classes) > 1 else []
 
 
 class NotSimulable(ValueError):

@@ -253,7 +253,9 @@ def test_plan_simulate_json_carries_each_figure_its_interval_and_the_distributio
     data = json.loads(first.stdout)
     jsonschema.validate(data, json.loads(schema_path("plan.simulate").read_text(encoding="utf-8")),
                         cls=jsonschema.Draft202012Validator)
-    assert (data["deployment"], data["replicas"], data["seed"], data["router"]) == ("d", 2, 1, "random")
+    assert (data["deployment"], data["replicas"], data["seeds"], data["router"]) == ("d", 2, [1], "random")
+    assert data["interval"]["method"] == "block bootstrap"
+    assert all(f["runs"] == [f["simulated"]] for f in data["figures"])
     table = CliRunner().invoke(main, args).stdout.splitlines()
     rows = {line[:28].strip(): line for line in table}
     for figure in data["figures"] + [f for c in data["classes"] for f in c["figures"]]:
@@ -274,3 +276,34 @@ def test_plan_simulate_json_carries_each_figure_its_interval_and_the_distributio
         assert values == sorted(values) and all(v > 0 for v in values), name
     ttft = next(f for f in data["figures"] if f["name"] == "ttft_p99")
     assert ttft["simulated"] == data["distributions"]["ttft"]["p99"]
+
+
+def test_plan_simulate_seeds_runs_independent_runs_and_gives_their_mean_and_range(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`--seeds 3`: the runs of seeds 2, 3 and 4, each the very run `--seed` gives alone; each
+    figure their mean, its interval their range; the same whether the runs share the cores
+    (forked processes) or run one after another (PLAN_JOBS=1)."""
+    import json
+
+    from click.testing import CliRunner
+    from planc.cli import main
+
+    monkeypatch.delenv("PLAN_JOBS", raising=False)  # the runs in a second process where the machine has a second core
+    path = tmp_path / "mix.plan"
+    path.write_text(mixed(0.6), encoding="utf-8")
+    args = ["simulate", str(path), "--duration", "40", "--replicas", "1", "--format", "json"]
+    alone = [json.loads(CliRunner().invoke(main, [*args, "--seed", str(s)]).stdout) for s in (2, 3, 4)]
+    together = CliRunner().invoke(main, [*args, "--seed", "2", "--seeds", "3"])
+    assert together.exit_code == 0, together.output
+    data = json.loads(together.stdout)
+    assert data["seeds"] == [2, 3, 4] and data["interval"]["method"] == "range of runs"
+    assert data["requests"] == sum(a["requests"] for a in alone)
+    for i, figure in enumerate(data["figures"]):
+        runs = [a["figures"][i]["simulated"] for a in alone]
+        assert figure["runs"] == runs
+        assert figure["simulated"] == pytest.approx(float(np.mean(runs)), rel=1e-12)
+        assert (figure["interval"]["low"], figure["interval"]["high"]) == (min(runs), max(runs))
+    monkeypatch.setenv("PLAN_JOBS", "1")
+    assert CliRunner().invoke(main, [*args, "--seed", "2", "--seeds", "3"]).stdout == together.stdout
+    table = CliRunner().invoke(main, args[:-2] + ["--seed", "2", "--seeds", "3"]).stdout.splitlines()
+    assert "3 runs, seeds 2-4" in table[0] and "range of 3 runs" in table[1]
+    assert table[-2].startswith("range of 3 runs: the least and the greatest")
