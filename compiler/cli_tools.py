@@ -184,6 +184,11 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
         click.echo(line + f"{row.analytic * scale:>11,.4g}{unit:3}{diff:>+11.1%} {where}  ({row.field})")
     click.echo(f"{'preemptions per request':28}{run.preemptions_per_request:>11,.4g}")
     click.echo(f"{'unfinished at the end':28}{run.unfinished:>11,}")
+    if not run.keeps_up:
+        click.echo(f"warning: the replicas did not keep up: {run.backlog:.0%} of the window's arrivals still waited for "
+                   f"a first token at the end ({run.completed_rate:,.4g} of {run.rate:,.4g} requests/s finished);\nthe "
+                   "queue grew for the whole run, so its latencies grow with its length, and the analytic model's "
+                   "steady state does not exist at this load")
     if router != "random":
         click.echo(f"the analytic figures assume random routing: a {router.replace('_', '-')} router queues less")
     if several:

@@ -189,6 +189,33 @@ class Outcome:
     unfinished: int
     preemptions_per_request: float
     classes: tuple[tuple[str, int], ...]  # each class of a mix and its measured requests
+    completed_rate: float  # requests/s that finished in the window (of several runs, their mean)
+    waiting: int  # requests still without a first token at the end (of several runs, added)
+    arrivals: float  # requests offered over the measured windows: the rate times their length
+
+    @property
+    def backlog(self) -> float:
+        """The requests still waiting for a first token at the end, over the window's arrivals."""
+        return self.waiting / self.arrivals if self.arrivals > 0 else math.nan
+
+    @property
+    def keeps_up(self) -> bool:
+        """Whether the replicas kept up with the arrivals: at the end, at most `KEEP_UP` of the
+        window's arrivals (and more than `KEEP_UP_FEW` requests) were still waiting for their
+        first token. A queue that grows for the whole run has no steady state, and its latencies
+        grow with the run's length, whatever their intervals say; finished requests cannot tell it
+        (a late arrival there never finishes)."""
+        return self.waiting <= max(KEEP_UP * self.arrivals, KEEP_UP_FEW)
+
+
+KEEP_UP = 0.05
+"""The share of a run's arrivals (over its measured window) that may still wait for a first token
+at its end for it to count as keeping up: a stable queue holds what arrives within about its p99
+TTFT (a fraction of a per cent of a minute's arrivals); a replica four times too slow holds most of
+them."""
+KEEP_UP_FEW = 10
+"""So few waiting requests that a run of a few dozen arrivals, one long prompt in its prefill at the
+end, is not taken for a queue that grows."""
 
 
 def outcome(run: Replay, seed: int) -> Outcome:
@@ -196,7 +223,9 @@ def outcome(run: Replay, seed: int) -> Outcome:
     return Outcome(run.deployment, run.replicas, run.rate, (seed,), rows, tuple((r.simulated,) for r in rows),
                    run.result.distributions(), int(run.simulated["requests"]), int(run.simulated["unfinished"]),
                    run.simulated["preemptions_per_request"],
-                   tuple((klass, int(figures["requests"])) for klass, figures in run.class_simulated.items()))
+                   tuple((klass, int(figures["requests"])) for klass, figures in run.class_simulated.items()),
+                   run.simulated["completed_per_s"], int(run.simulated["waiting_at_end"]),
+                   run.rate * (run.result.window[1] - run.result.window[0]))
 
 
 def simulated_outcome(lowered: Lowered, deployment: str, duration: float, replicas: int, seed: int,
@@ -220,7 +249,9 @@ def combined(outcomes: list[Outcome]) -> Outcome:
                    {name: {k: float(np.mean([o.distributions[name][k] for o in outcomes])) for k in ladder}
                     for name, ladder in first.distributions.items()},
                    requests, sum(o.unfinished for o in outcomes), preempted / requests if requests else math.nan,
-                   tuple((klass, sum(dict(o.classes)[klass] for o in outcomes)) for klass, _ in first.classes))
+                   tuple((klass, sum(dict(o.classes)[klass] for o in outcomes)) for klass, _ in first.classes),
+                   float(np.mean([o.completed_rate for o in outcomes])), sum(o.waiting for o in outcomes),
+                   sum(o.arrivals for o in outcomes))
 
 
 def simulation_json(o: Outcome, plan: str, duration: float, router: str) -> str:
@@ -245,6 +276,7 @@ def simulation_json(o: Outcome, plan: str, duration: float, router: str) -> str:
         "schema": "plan.simulate/1", "plan": plan, "version": __version__, "deployment": o.deployment,
         "replicas": o.replicas, "duration": duration, "seeds": list(o.seeds), "router": router, "rate": number(o.rate),
         "requests": o.requests, "unfinished": o.unfinished, "preemptions_per_request": number(o.preemptions_per_request),
+        "completed_rate": number(o.completed_rate), "backlog": number(o.backlog), "keeps_up": o.keeps_up,
         "interval": {"method": "range of runs" if several else "block bootstrap", "level": INTERVAL_LEVEL,
                      "spans": INTERVAL_BLOCKS, "draws": INTERVAL_RESAMPLES, "min_beyond": INTERVAL_TAIL},
         "figures": [compared(r, v) for r, v in rows if r.klass is None],

@@ -62,7 +62,8 @@ Measurement (`SimResult`)
   running sequences, KV tokens in use; requests in system (waiting + running, from the router's
   own counters, per group); throughput = tokens emitted by iterations ending in the window / its
   length. `summary()` gives p50/p99 (numpy's default linear method; ITL by the equivalent
-  weighted percentile) and these means.
+  weighted percentile) and these means, and the requests still without a first token at the end
+  (`waiting`: a queue that grew for the whole run leaves most of its late arrivals there).
 - Sampling error: `intervals()` gives, for the latencies and means of `summary()` (and of one
   class with `klass`), a 90 % interval by a block bootstrap: the window is cut into 20 equal spans
   (a request by its arrival, an iteration by its start), 1,000 draws of 20 spans with replacement
@@ -154,6 +155,7 @@ class SimResult:
     arrived: int
     unfinished: int
     klass: np.ndarray  # per request: the index of its class in `Workload.classes` (0 without classes)
+    waiting: int = 0  # requests that had arrived and had no first token at the end (queued or prefilling)
 
     @property
     def completed_rate(self) -> float:
@@ -209,7 +211,7 @@ class SimResult:
             "mean_in_system": self.mean_in_system, "throughput_tokens_per_s": self.throughput,
             "completed_per_s": self.completed_rate,
             "preemptions_per_request": _mean(self.preemptions.astype(float)),
-            "unfinished": float(self.unfinished),
+            "unfinished": float(self.unfinished), "waiting_at_end": float(self.waiting),
         }
 
 
@@ -453,4 +455,5 @@ def _result(rq: Requests, log: IterationLog, arrivals: np.ndarray, prompt: np.nd
         mean_running=running / (span * replicas), mean_kv_tokens=kv_tokens / (span * replicas),
         mean_in_system=group.in_system_area / span, throughput=emitted / span,
         arrived=len(arrivals), unfinished=group.unfinished, klass=klass[done],
+        waiting=int(np.sum((first < 0) & (arrivals <= hi))),
     )

@@ -282,3 +282,31 @@ def test_disaggregated_prefill_takes_the_prompts_off_the_decode_replicas(
     wait = max(math.log(_erlang_c(c, a) / 0.01), 0) * service / (c - a) * split["d.prefill_variability"]
     assert split["d.ttft_tail"] == pytest.approx(wait + service * 16000 / 4000, rel=1e-9)
     assert split["d.devices"] == (split["d.total_replicas"] + c + 1) * split["d.replica_devices"]
+
+
+def test_plan_simulate_warns_when_the_replicas_do_not_keep_up(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Iterations four times as long as the plan's physics says: the simulated replicas finish far
+    fewer requests than arrive, the queue grows for the whole run, and the command says so (the
+    JSON's keeps_up is false) instead of printing percentiles as if there were a steady state."""
+    import json
+
+    import planc.replay as replay_module
+    from click.testing import CliRunner
+    from planc.cli import main
+
+    path = tmp_path / "p.plan"
+    path.write_text(plan("chat", 0.6), encoding="utf-8")
+    args = ["simulate", str(path), "--duration", "60", "--replicas", "1"]
+    steady = CliRunner().invoke(main, [*args, "--format", "json"])
+    assert json.loads(steady.stdout)["keeps_up"] is True and "did not keep up" not in CliRunner().invoke(main, args).output
+    timed = replay_module._IterationTimer.function
+
+    def slower(self):  # type: ignore[no-untyped-def]
+        f = timed(self)
+        return lambda d, c, p, q: 4 * f(d, c, p, q)
+
+    monkeypatch.setattr(replay_module._IterationTimer, "function", slower)
+    data = json.loads(CliRunner().invoke(main, [*args, "--format", "json"]).stdout)
+    assert data["keeps_up"] is False and data["backlog"] > 0.05 and data["completed_rate"] < data["rate"]
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0 and "warning: the replicas did not keep up" in text.output
