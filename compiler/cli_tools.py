@@ -116,7 +116,8 @@ def flags(plan_file: Path, engine: str | None, deployment: str | None, fmt: str,
               help="replicas simulated, each at its share of the peak")
 @click.option("--router", type=click.Choice(["random", "round_robin", "least_loaded"]), default="random", show_default=True,
               help="how arrivals are spread over the replicas (the analytic model assumes random)")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="the run's random draws: arrivals, lengths, classes, routes")
 @click.option("--seeds", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="independent runs, with seeds SEED, SEED+1, ...: the table gives their mean and their range "
                    "(the runs in parallel processes where there are cores)")
@@ -129,7 +130,8 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
              seeds: int, fmt: str, diag_fmt: str) -> None:
     """Serve the peak of FILE's deployment with a discrete-event simulation of its engine
     (arrivals, router, iteration scheduler, token budget, KV blocks, preemption), every iteration
-    timed by the plan's own physics, and print the simulated latencies beside the analytic model's.
+    timed by the plan's own physics, and print the simulated latencies beside the analytic model's,
+    each with its 90 % interval (the run's sampling error), and whether the replicas kept up.
     Exit 0, or 2 if the plan is invalid or has no deployment."""
     from .jobs import ahead_each
     from .pipeline import compile_plan
