@@ -15,6 +15,7 @@ from planc.semantics import ir
 from planc.vector import evaluate_many
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "100m_dau.plan"
+LENGTHS = (257, 8194, 8193, 8194)  # max_num_seqs 256, a window of 65,536 tokens, a token budget of 8,192
 
 
 @pytest.fixture(scope="module")
@@ -103,16 +104,21 @@ def test_the_simulator_calls_the_compiled_timer_itself(lowered) -> None:  # type
         timer(1 << 32, 0.0, 0, 0.0)
 
 
-def test_the_compiled_and_the_pure_timer_agree_bit_for_bit(lowered) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("lengths", "seed", "decodes", "tokens", "prefills", "count"), [
+    ((0, 0, 0, 0), 7, 120, 2048, 0.3, 3000),  # every group kept key by key
+    ("rows", 8, 60, 9000, 0.5, 2000),  # the GEMMs' group in rows, prompts beyond the budget too
+])
+def test_the_compiled_and_the_pure_timer_agree_bit_for_bit(lowered, lengths, seed: int, decodes: int, tokens: int,  # type: ignore[no-untyped-def]
+                                                           prefills: float, count: int) -> None:
     from planc import sim_engine
 
-    timer = _IterationTimer(lowered, "chat", 1000.0)
-    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None, list(g.exports))
-              for g in timer.groups]
+    timer = _IterationTimer(lowered, "chat", 1000.0, LENGTHS if lengths == "rows" else lengths)
+    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None, list(g.exports),
+                                    g.axis, g.tabulate) for g in timer.groups]
     pure = sim_engine.ShapeTimer(groups, len(timer.slots), timer.slots[timer.target], timer.prompt_tokens, 50)
-    rng = np.random.default_rng(7)
-    shapes = zip(rng.integers(1, 120, 3000).tolist(), rng.uniform(0, 9000, 3000).tolist(),
-                 (rng.integers(0, 2048, 3000) * (rng.random(3000) < 0.3)).tolist(), rng.uniform(0, 4000, 3000).tolist())
+    rng = np.random.default_rng(seed)
+    shapes = zip(rng.integers(1, decodes, count).tolist(), rng.uniform(0, 9000, count).tolist(),
+                 (rng.integers(0, tokens, count) * (rng.random(count) < prefills)).tolist(), rng.uniform(0, 4000, count).tolist())
     for d, c, p, pc in shapes:
         pc = pc if p else 0.0
         assert timer(d, c, p, pc) == pure(d, c, p, pc), (d, c, p, pc)
@@ -145,8 +151,6 @@ def test_the_running_batch_search_is_settled_not_solved_again(lowered) -> None: 
     assert timer.constants["chat.batch"] is timer.settled["chat.batch"]
 
 
-LENGTHS = (257, 8194, 8193, 8194)  # max_num_seqs 256, a window of 65,536 tokens, a token budget of 8,192
-
 
 def test_a_costly_group_is_tabulated_along_its_longest_part_and_gives_the_formula_bit_for_bit(lowered) -> None:  # type: ignore[no-untyped-def]
     """With the engine's ranges known, the GEMMs' group (25 nodes, read by the decodes and the
@@ -165,19 +169,3 @@ def test_a_costly_group_is_tabulated_along_its_longest_part_and_gives_the_formul
         assert timer(d, c, p, pc) == alone(lowered, timer, key), key  # bit for bit, on the row and beyond it
     assert sorted(gemm.rows) == [3, 40, 120]  # one row per number of decodes, whatever the prefill
     assert all(len(column) == LENGTHS[2] for row in gemm.rows.values() for column in row)
-
-
-def test_the_compiled_and_the_pure_timer_agree_bit_for_bit_with_rows(lowered) -> None:  # type: ignore[no-untyped-def]
-    from planc import sim_engine
-
-    timer = _IterationTimer(lowered, "chat", 1000.0, LENGTHS)
-    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None, list(g.exports),
-                                    g.axis, g.tabulate) for g in timer.groups]
-    pure = sim_engine.ShapeTimer(groups, len(timer.slots), timer.slots[timer.target], timer.prompt_tokens, 50)
-    rng = np.random.default_rng(8)
-    shapes = zip(rng.integers(1, 60, 2000).tolist(), rng.uniform(0, 9000, 2000).tolist(),
-                 (rng.integers(0, 9000, 2000) * (rng.random(2000) < 0.5)).tolist(), rng.uniform(0, 4000, 2000).tolist())
-    for d, c, p, pc in shapes:
-        pc = pc if p else 0.0
-        assert timer(d, c, p, pc) == pure(d, c, p, pc), (d, c, p, pc)
-    assert timer.evaluations == pure.evaluations
