@@ -23,8 +23,8 @@ the command prints with its 90 % interval (`SimResult.intervals`) and, where the
 analytic figure; `outcome` keeps those and each latency's distribution (small enough to come back
 from another process: `simulated_outcome` is one run, made there); `combined` makes several
 independent runs (seeds apart) one, each figure their mean and its interval their range; and
-`simulation_json` writes an outcome as the `plan.simulate/1` document (docs/report-json.md). Nothing here is physics: the physics is the
-plan's, and the queueing is the simulator's.
+`simulation_json` writes an outcome as the `plan.simulate/1` document (docs/report-json.md).
+Nothing here is physics: the physics is the plan's, and the queueing is the simulator's.
 """
 
 from __future__ import annotations
@@ -201,10 +201,10 @@ class Outcome:
     @property
     def keeps_up(self) -> bool:
         """Whether the replicas kept up with the arrivals: at the end, at most `KEEP_UP` of the
-        window's arrivals (and more than `KEEP_UP_FEW` requests) were still waiting for their
-        first token. A queue that grows for the whole run has no steady state, and its latencies
-        grow with the run's length, whatever their intervals say; finished requests cannot tell it
-        (a late arrival there never finishes)."""
+        window's arrivals, or at most `KEEP_UP_FEW` requests, were still waiting for their first
+        token. A queue that grows for the whole run has no steady state, and its latencies grow
+        with the run's length, whatever their intervals say; finished requests cannot tell it (a
+        late arrival there never finishes)."""
         return self.waiting <= max(KEEP_UP * self.arrivals, KEEP_UP_FEW)
 
 
@@ -393,9 +393,8 @@ class _IterationTimer:
     `TABLE_LENGTH` values keeps whole rows along that part instead: the GEMMs' group (25 nodes,
     tens of µs by closures) at every prefill token count up to the budget for each number of
     decodes, one vectorised pass of about a millisecond (`_row`), bit for bit the closures'
-    values. The keys, the lookups and the calls of the
-    closures are `sim_engine.ShapeTimer`'s, compiled with the event loop, which the simulator calls
-    directly (`function()`). Where the shape moves a search, each shape is one pass of the
+    values. The keys, the lookups and the calls of the closures are `sim_engine.ShapeTimer`'s,
+    compiled with the event loop, which the simulator calls directly (`function()`). Where the shape moves a search, each shape is one pass of the
     vectorised evaluator instead (about 0.35 ms)."""
 
     GROUP_MEMO = 100_000
