@@ -189,12 +189,14 @@ class SimResult:
         """Each latency's distribution over the measured requests (ITL: over the decode tokens,
         each iteration counted once per decode): its mean and `LADDER` percentiles, in seconds."""
         tpot = self.tpot[~np.isnan(self.tpot)]
-        out = {name: {"mean": _mean(values), **{f"p{q:g}": _percentile(values, q) for q in LADDER}}
+        out = {name: {"mean": _mean(values), **dict(zip((f"p{q:g}" for q in LADDER),
+                                                          np.percentile(values, LADDER).tolist() if len(values)
+                                                          else [math.nan] * len(LADDER)))}
                for name, values in (("ttft", self.ttft), ("tpot", tpot), ("e2e", self.e2e))}
         decodes = self.iter_decodes.astype(float)
         itl_mean = float(self.iter_duration @ decodes / decodes.sum()) if decodes.sum() > 0 else math.nan
-        out["itl"] = {"mean": itl_mean,
-                      **{f"p{q:g}": weighted_percentile(self.iter_duration, self.iter_decodes, q) for q in LADDER}}
+        itl = weighted_percentiles(self.iter_duration, self.iter_decodes, LADDER)
+        out["itl"] = {"mean": itl_mean, **dict(zip((f"p{q:g}" for q in LADDER), itl))}
         return out
 
     def summary(self) -> dict[str, float]:
@@ -309,15 +311,23 @@ class _Blocks:
 
 def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """`np.percentile(np.repeat(values, weights), q)` (linear method) without the repetition."""
+    return weighted_percentiles(values, weights, (q,))[0]
+
+
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """`weighted_percentile` at each of `qs`, sorting once."""
     keep = weights > 0
     if not keep.any():
-        return math.nan
+        return [math.nan] * len(qs)
     order = np.argsort(values[keep], kind="stable")
     v, cum = values[keep][order], np.cumsum(weights[keep][order])
-    h = (cum[-1] - 1) * q / 100
-    lo = math.floor(h)
-    i, j = np.searchsorted(cum, [lo, min(lo + 1, cum[-1] - 1)], side="right")
-    return float(v[i] + (v[j] - v[i]) * (h - lo))
+    out = []
+    for q in qs:
+        h = (cum[-1] - 1) * q / 100
+        lo = math.floor(h)
+        i, j = np.searchsorted(cum, [lo, min(lo + 1, cum[-1] - 1)], side="right")
+        out.append(float(v[i] + (v[j] - v[i]) * (h - lo)))
+    return out
 
 
 def simulate(workload: Workload, engine: Engine, iteration_time: IterationTime, router: Router,
