@@ -21,7 +21,8 @@ Contract
   of the two is busier (a plan with few questions leaves this process idle while the child is
   still on an earlier work). For a report the compile prices the levers, then (HTML, PDF) draws
   the plan's own figures and carries the input ranges through in one child while the questions
-  are answered; the CLI draws the answers' figures in another while the page is built.
+  are answered; the CLI draws the answers' figures in another while the page is built, and
+  `plan simulate --seeds` makes its independent runs in one while this process makes the others.
 
 - `standby(warm, work) -> Callable[[X], R]` forks a child now that runs `warm()` at once (imports,
   say) while this process goes on, then waits for one input: the returned function sends it `x`

@@ -268,16 +268,16 @@ class _Blocks:
         keep = np.isfinite(values) & (values > 0)
         if weights is not None:
             keep &= weights > 0
-        v = values[keep]
+        v, spans = values[keep], self._of(times[keep])
         count = float(len(v) if weights is None else weights[keep].sum())
-        if min(q, 100 - q) / 100 * count < INTERVAL_TAIL or len(np.unique(self._of(times[keep]))) < 2:
+        if min(q, 100 - q) / 100 * count < INTERVAL_TAIL or len(np.unique(spans)) < 2:
             return math.nan, math.nan  # too few values beyond the percentile for a draw to move it
         low, high = math.log(float(v.min())), math.log(float(v.max()))
         if high == low:
             return float(v[0]), float(v[0])
         width = (high - low) / INTERVAL_BINS
         bins = np.minimum(((np.log(v) - low) / width).astype(np.int64), INTERVAL_BINS - 1)
-        counts = np.bincount(self._of(times[keep]) * INTERVAL_BINS + bins, None if weights is None else weights[keep],
+        counts = np.bincount(spans * INTERVAL_BINS + bins, None if weights is None else weights[keep],
                              minlength=self.count * INTERVAL_BINS).reshape(self.count, INTERVAL_BINS)
         pooled = self.draws @ counts
         cum = np.cumsum(pooled, axis=1)
