@@ -10,11 +10,12 @@ simulator's inputs from the plan's own values and runs `simulate.simulate`:
   (`kv_capacity_tokens`, `kv_block_size`), chunked prefill as the engine does it;
 - the iteration time: the plan's own `iteration_time` formula at the decodes, their mean
   context, the prefill tokens and their mean context of each simulated iteration (contexts
-  rounded to 8 tokens), its nodes that the shape moves compiled into closures over plain floats
-  (`scalar.py`) and their values kept by the parts of the shape they read (`_IterationTimer`).
+  rounded to 8 tokens), its nodes that the shape moves compiled into programs of the simulator's
+  register machine (`scalar.py`) and their values kept by the parts of the shape they read
+  (`_IterationTimer`).
 A deployment the simulator cannot serve as the plan states it (a token budget below
 `max_num_seqs`, which vLLM refuses too; no memory left for the KV cache; no traffic at the peak; an
-iteration time that is not positive) raises `NotSimulable`, with what is wrong in the plan's terms
+iteration time that is not a positive, finite time) raises `NotSimulable`, with what is wrong in the plan's terms
 and a help line; `plan simulate` prints both and exits 2.
 It returns the simulated summary and the analytic figures of the same operating point
 (`operating_batch`, `tpot_at_peak`, `ttft_at_peak`, `ttft_median_at_peak`, `itl_tail_at_peak`), so
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from .lower import Lowered
-from .scalar import Unsupported, compile_nodes
+from .scalar import Unsupported, compile_programs
 from .semantics import ir
 from .simulate import (
     INTERVAL_BLOCKS,
@@ -108,8 +109,8 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
                             (engine.max_num_seqs + 1, window, engine.token_budget + 1, window))
     try:
         result = simulate(workload, engine, timer.function(), Router(router, replicas), duration, seed=seed)
-    except ValueError as exc:  # the plan's own iteration time is not a positive number at some shape
-        raise NotSimulable(str(exc), "the deployment's `iteration_time` must be a positive time at every iteration's "
+    except ValueError as exc:  # the plan's own iteration time is not a positive, finite number at some shape
+        raise NotSimulable(str(exc), "the deployment's `iteration_time` must be a positive, finite time at every iteration's "
                            "shape: check the inputs its physics reads (`plan explain`, or the report's derivation)") from exc
     simulated = result.summary()
     analytic = {k: value(f) for k, f in ANALYTIC.items()}
@@ -381,7 +382,8 @@ class _IterationTimer:
     630); the others they read are the plan's values, and a search the formula reads whose answer
     the shape cannot move (the running batch at the peak, whose trials read none of these inputs)
     is given its value in the plan rather than solved again. Those nodes are compiled once into
-    closures over plain floats (`scalar.py`, bit for bit the vectorised evaluator's values) and
+    programs of the register machine (`scalar.py`, `sim_engine.run_program`: bit for bit the
+    vectorised evaluator's values) and
     grouped by the parts of the shape they read: the decode attention reads the decodes and their
     context, the GEMMs and the collectives the decodes and the prefill tokens, the prefill
     attention the prefill tokens and their context, and the sum all four. Each group but the last
@@ -391,11 +393,11 @@ class _IterationTimer:
     later groups read. Where the engine's ranges are given (`lengths`: the values each part of the
     key takes), a kept group of at least `TABLE_NODES` nodes whose longest part takes at most
     `TABLE_LENGTH` values keeps whole rows along that part instead: the GEMMs' group (25 nodes,
-    tens of µs by closures) at every prefill token count up to the budget for each number of
-    decodes, one vectorised pass of about a millisecond (`_row`), bit for bit the closures'
-    values. The keys, the lookups and the calls of the closures are `sim_engine.ShapeTimer`'s,
-    compiled with the event loop, which the simulator calls directly (`function()`). Where the shape moves a search, each shape is one pass of the
-    vectorised evaluator instead (about 0.35 ms)."""
+    tens of µs by its program) at every prefill token count up to the budget for each number of
+    decodes, one vectorised pass of about a millisecond (`_row`), bit for bit the programs'
+    values. The keys, the lookups and the programs run in `sim_engine.ShapeTimer`, compiled with
+    the event loop, which the simulator calls directly (`function()`). Where the shape moves a
+    search, each shape is one pass of the vectorised evaluator instead (about 0.35 ms)."""
 
     GROUP_MEMO = 100_000
     TABLE_NODES = 10
@@ -418,7 +420,7 @@ class _IterationTimer:
         self.pass_nodes, self.constants = self.only, dict(self.settled)
         self.prompt_tokens = max(prompt_tokens, 1.0)
         self.lengths = lengths  # each part of the key: the values it takes, 0 to length − 1
-        self.shaped: Any = None  # the compiled timer (`sim_engine.ShapeTimer`), where the closures compile
+        self.shaped: Any = None  # the compiled timer (`sim_engine.ShapeTimer`), where the formula compiles
         if not any(ir.is_search(el.nodes[n].expr) for n in moved):
             read = {d for n in moved for d in (*el.nodes[n].deps, *ir.refs(el.nodes[n].expr))}
             frontier = read - moved
@@ -448,7 +450,7 @@ class _IterationTimer:
         for group in by_group:
             slots.update((n, len(slots)) for n in group)
         try:
-            closures = compile_nodes(el, nodes, slots, {d: _plain(v) for d, v in self.constants.items()})
+            programs, env = compile_programs(el, by_group, slots, {d: _plain(v) for d, v in self.constants.items()})
         except Unsupported:
             return None
         self.slots = slots
@@ -459,21 +461,22 @@ class _IterationTimer:
             exports = [n for n in g if n in later or n == self.target]
             axis = max(p, key=lambda part: self.lengths[part]) if p != whole else -1
             tabulated = len(g) >= self.TABLE_NODES and axis >= 0 and 0 < self.lengths[axis] <= self.TABLE_LENGTH
-            groups.append(loop.ShapeGroup(slots[g[0]], slots[g[-1]] + 1, [closures[n] for n in g], sorted(p), p != whole,
+            groups.append(loop.ShapeGroup(slots[g[0]], slots[g[-1]] + 1, programs[index].code, programs[index].calls, sorted(p), p != whole,
                                           [slots[n] for n in exports], axis if tabulated else -1,
                                           functools.partial(self._row, axis, exports) if tabulated else None))
-        return loop.ShapeTimer(groups, len(slots), slots[self.target], self.prompt_tokens, self.GROUP_MEMO)
+        return loop.ShapeTimer(groups, env, slots[self.target], self.prompt_tokens, self.GROUP_MEMO,
+                               (self.lengths[0], self.lengths[1]))
 
     def _row(self, axis: int, exports: list[str], key: list[int]) -> list[list[Any]]:
         """A tabulated group's exports at every value of its axis (0 to the axis's length − 1), the
         key's other parts as given: one pass of the vectorised evaluator, whose values are the
-        closures' bit for bit (`scalar.py`)."""
+        programs' bit for bit (`scalar.py`)."""
         length = self.lengths[axis]
         parts = [np.arange(length, dtype=float) if i == axis else np.full(length, float(key[i])) for i in range(4)]
         decodes, context, tokens, chunk_context = parts
         fixed = dict(zip(self.inputs, (decodes, context * 8.0, tokens, tokens / self.prompt_tokens, chunk_context * 8.0)))
         out = evaluate_many(self.lowered.elaborated, self.lowered.values, {**self.constants, **fixed}, self.pass_nodes)
-        return [np.broadcast_to(np.asarray(out[n]), (length,)).tolist() for n in exports]
+        return [np.broadcast_to(np.asarray(out[n], dtype=float), (length,)).tolist() for n in exports]
 
     @property
     def groups(self) -> list[Any]:

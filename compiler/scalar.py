@@ -1,32 +1,40 @@
-"""The scalar evaluator: a few nodes of the IR compiled once into closures over plain floats.
+"""The scalar evaluator: a few nodes of the IR compiled once into programs of the simulator's
+register machine (`sim_engine.run_program`), which computes them on plain floats.
 
 Contract
-- `compile_nodes(elaborated, nodes, slots, constants) -> {node: closure}` compiles each node's
-  formula into `closure(env) -> float | bool`, where `env` is a list: every node a formula reads is
-  either in `slots` (its value is `env[slots[node]]` when the closure runs: an input the caller
-  sets, or a node of `nodes` whose closure the caller ran first) or in `constants` (a plain
-  number, folded in when compiling). A subtree that reads no slot is computed once, when
-  compiling, so a closure does only the work its slots move.
-- A closure's value is the vectorised evaluator's (`vector._OPS`) on one point, bit for bit,
-  where that evaluator holds the slots as one-point arrays and the constants as plain numbers:
-  float64 arithmetic (`+ - * /` and `sqrt` are correctly rounded in both); `^`, `exp` and `log`
-  by numpy's own kernels, each argument that reads a slot as a one-point array and the others as
-  plain numbers (numpy rounds `x ^ 0.5` as a square root for a plain exponent and not for an
-  array; Python's `**` and `math.exp` differ from both in the last bit for a few percent of
-  arguments); the other builtins (`erlang_c`, the quantiles) by their numpy forms on a one-point
-  array. An operation with no real value (a division by zero, the log of a non-positive number,
-  an overflow) gives what numpy gives there (NaN or ±inf), never an exception; `min` and `max`
-  propagate NaN; `if` computes only its branch. tests/test_scalar.py holds every formula of five
-  examples, and the edge cases, to the vectorised values.
-- A search (`largest`) is not compiled: `compile_nodes` raises `Unsupported`, and the caller uses
-  the vectorised evaluator instead.
-- Nothing here is physics and no text is compiled: the closures are built from the IR's node
-  classes and the fixed operator table below.
+- `compile_programs(elaborated, groups, slots, constants) -> (programs, env)` compiles each group
+  (a list of nodes, in order) into one `Program`: instructions of four ints and the Python
+  functions its CALL instructions call. Every node a formula reads is either in `slots` (its value
+  is `env[slots[node]]` when the program runs: an input the caller sets, or a node of a group that
+  ran before it or earlier in its own) or in `constants` (a plain number, folded in when
+  compiling). Running a group's program sets each of its nodes' slots. `env` is the list the
+  programs run on: a slot for each of `slots` (0.0), then the constants the instructions read
+  (set) and their temporaries. A subtree that reads no slot is computed once, when compiling, so
+  a program does only the work its slots move.
+- A node's value is the vectorised evaluator's (`vector._OPS`) on one point, bit for bit, where
+  that evaluator holds the slots as one-point arrays and the constants as plain numbers. The
+  machine does `+ - * /`, the comparisons, `and`, `or`, `not`, `min`, `max` and `if` itself, in
+  float64 as numpy does (a truth value is 1.0 or 0.0); everything else is a CALL: `^`, `exp` and
+  `log` by numpy's own kernels, each argument that reads a slot as a one-point array and the
+  others as plain numbers (numpy rounds `x ^ 0.5` as a square root for a plain exponent and not
+  for an array; Python's `**` and `math.exp` differ from both in the last bit for a few percent
+  of arguments); `sqrt`, `ceil`, `floor`, `abs` on plain floats where those agree with numpy; the
+  other builtins (`erlang_c`, the quantiles) by their numpy forms on a one-point array. An
+  operation with no real value (a division by zero, the log of a non-positive number, an
+  overflow) gives what numpy gives there (NaN or ±inf), never an exception; `min` and `max`
+  propagate NaN; `if` jumps over the branch it does not take. tests/test_scalar.py holds every
+  formula of five examples, and the edge cases, to the vectorised values, on the machine as
+  Python and as compiled.
+- A search (`largest`) is not compiled: `compile_programs` raises `Unsupported`, and the caller
+  uses the vectorised evaluator instead.
+- Nothing here is physics and no text is compiled: programs are built from the IR's node classes
+  and the fixed operator tables below.
 
 Why: `plan simulate` times each simulated iteration by the plan's `iteration_time`, a few dozen
 nodes whose values move with the iteration's shape, once for nearly every iteration that carries a
 prefill. Interpreted by the vectorised evaluator over one-point arrays that is about 0.35 ms a
-shape; these closures take a few microseconds (bench/README.md, `plan simulate`).
+shape; closures over plain floats took a few microseconds, a Python call per operation; the
+compiled machine takes a fraction of one (bench/README.md, `plan simulate`).
 """
 
 from __future__ import annotations
@@ -34,122 +42,146 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
+from . import sim_engine as machine
 from .builtins import FUNCTIONS
 from .semantics import ir
-
-Closure = Callable[[list[Any]], Any]
 
 
 class Unsupported(Exception):
     """A formula the scalar evaluator does not compile (a search)."""
 
 
-def compile_nodes(elaborated: ir.Elaborated, nodes: list[str], slots: dict[str, int],
-                  constants: dict[str, Any]) -> dict[str, Closure]:
-    return {node: _lift(_compile(elaborated.nodes[node].expr, slots, constants)) for node in nodes}
+class Program(NamedTuple):
+    """One group of nodes compiled for `sim_engine.run_program`: its instructions, and the Python
+    functions its CALL instructions call."""
+
+    code: list[int]
+    calls: list[Callable[[list[float]], Any]]
 
 
-class _Slot:
-    """A reference to `env[index]`, kept apart from closures so that an operation reads it inline."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-
-def _varies(part: Any) -> bool:
-    return callable(part) or isinstance(part, _Slot)
+def compile_programs(elaborated: ir.Elaborated, groups: list[list[str]], slots: dict[str, int],
+                     constants: dict[str, Any]) -> tuple[list[Program], list[float]]:
+    """Each group's nodes compiled, in order, into one program that sets each node's slot; and the
+    `env` the programs run on: a slot for each of `slots` (0.0, for the caller to set), then the
+    constants the programs read (set) and their temporaries."""
+    assembler = _Assembler(elaborated, slots, constants)
+    return [assembler.program(nodes) for nodes in groups], assembler.env
 
 
-def _compile(expr: ir.Expr, slots: dict[str, int], constants: dict[str, Any]) -> Any:
-    """A closure of `env`, a `_Slot`, or, for a subtree that reads no slot, its value."""
-    if isinstance(expr, ir.Ref):
-        if expr.node in slots:
-            return _Slot(slots[expr.node])
-        if expr.node not in constants:
-            raise KeyError(f"`{expr.node}` is neither a slot nor a constant")
-        return constants[expr.node]
-    if isinstance(expr, ir.Lit):
-        return bool(expr.value) if expr.dim == ir.BOOL else float(expr.value)
-    assert isinstance(expr, ir.Op)
-    if expr.op == "largest":
-        raise Unsupported("a search is evaluated by the vectorised evaluator")
-    args = [_compile(a, slots, constants) for a in expr.args]
-    if expr.op == "if":
-        return _if(*args)
-    if expr.op in ("and", "or"):
-        return _logic(expr.op, args[0], args[1])
-    varying = tuple(_varies(a) for a in args)
-    function = _function(expr.op, varying)
-    if not any(varying):
-        return function(*args)
-    return _apply(function, args)
+class _Operand(NamedTuple):
+    """A compiled part of a formula: a slot of `env` whose value varies, or a plain value (a subtree
+    that reads no slot, computed when compiling)."""
+
+    varying: bool
+    slot: int
+    value: Any
 
 
-def _if(condition: Any, then: Any, other: Any) -> Any:
-    if not _varies(condition):
-        return then if condition else other
-    c, a, b = _lift(condition), _lift(then), _lift(other)
-    return lambda env: a(env) if c(env) else b(env)
+_NATIVE = {"+": machine.ADD, "-": machine.SUB, "*": machine.MUL, "/": machine.DIV, "<": machine.LT, "<=": machine.LE,
+           ">": machine.GT, ">=": machine.GE, "==": machine.EQ, "!=": machine.NE, "and": machine.AND, "or": machine.OR,
+           "neg": machine.NEG, "not": machine.NOT, "min": machine.MIN, "max": machine.MAX}
+"""the operations the machine does itself"""
 
 
-def _logic(op: str, left: Any, right: Any) -> Any:
-    if not _varies(left) and not _varies(right):
-        return bool(left and right) if op == "and" else bool(left or right)
-    a, b = _lift(left), _lift(right)
-    if op == "and":
-        return lambda env: bool(a(env) and b(env))
-    return lambda env: bool(a(env) or b(env))
+class _Assembler:
+    """Emits the instructions of formulas into the current program, a value's slot chosen by the
+    caller where it has one (a node's own) so that no copy follows."""
+
+    def __init__(self, elaborated: ir.Elaborated, slots: dict[str, int], constants: dict[str, Any]) -> None:
+        self.elaborated, self.slots, self.constants = elaborated, slots, constants
+        self.env: list[float] = [0.0] * (max(slots.values(), default=-1) + 1)
+        self.code: list[int] = []
+        self.calls: list[Callable[[list[float]], Any]] = []
+
+    def program(self, nodes: list[str]) -> Program:
+        self.code, self.calls = [], []
+        for node in nodes:
+            target = self.slots[node]
+            self._into(self._emit(self.elaborated.nodes[node].expr, target), target)
+        return Program(self.code, self.calls)
+
+    def _slot(self, part: _Operand) -> int:
+        """A varying part's slot, or a new slot holding a constant (a truth value as 1.0 or 0.0)."""
+        if part.varying:
+            return part.slot
+        self.env.append(float(part.value))
+        return len(self.env) - 1
+
+    def _temporary(self) -> int:
+        self.env.append(0.0)
+        return len(self.env) - 1
+
+    def _instruction(self, op: int, target: int, a: int, b: int) -> int:
+        self.code += (op, target, a, b)
+        return len(self.code) - 4
+
+    def _into(self, part: _Operand, target: int) -> None:
+        if not (part.varying and part.slot == target):
+            self._instruction(machine.MOVE, target, self._slot(part), 0)
+
+    def _emit(self, expr: ir.Expr, target: int | None = None) -> _Operand:
+        """`expr` compiled: its value's slot (`target` if given and an instruction computes it), or
+        its value where it reads no slot."""
+        if isinstance(expr, ir.Ref):
+            if expr.node in self.slots:
+                return _Operand(True, self.slots[expr.node], None)
+            if expr.node not in self.constants:
+                raise KeyError(f"`{expr.node}` is neither a slot nor a constant")
+            return _Operand(False, -1, self.constants[expr.node])
+        if isinstance(expr, ir.Lit):
+            return _Operand(False, -1, bool(expr.value) if expr.dim == ir.BOOL else float(expr.value))
+        assert isinstance(expr, ir.Op)
+        if expr.op == "largest":
+            raise Unsupported("a search is evaluated by the vectorised evaluator")
+        if expr.op == "if":
+            condition, then, other = expr.args
+            return self._if(condition, then, other, target)
+        parts = [self._emit(a) for a in expr.args]
+        varying = tuple(p.varying for p in parts)
+        if not any(varying):
+            if expr.op in ("and", "or"):
+                left, right = (p.value for p in parts)
+                return _Operand(False, -1, bool(left and right) if expr.op == "and" else bool(left or right))
+            return _Operand(False, -1, _function(expr.op, varying)(*(p.value for p in parts)))
+        out = self._temporary() if target is None else target
+        if expr.op in _NATIVE and expr.op not in ("min", "max"):
+            slots = [self._slot(p) for p in parts]
+            self._instruction(_NATIVE[expr.op], out, slots[0], slots[-1])
+        elif expr.op in ("min", "max"):  # folded pairwise from the left, as the vectorised evaluator does
+            acc = self._slot(parts[0])
+            for i, part in enumerate(parts[1:], start=2):
+                step = out if i == len(parts) else self._temporary()
+                self._instruction(_NATIVE[expr.op], step, acc, self._slot(part))
+                acc = step
+        else:
+            self._instruction(machine.CALL, out, len(self.calls), 0)
+            self.calls.append(_call(_function(expr.op, varying), parts))
+        return _Operand(True, out, None)
+
+    def _if(self, condition: ir.Expr, then: ir.Expr, other: ir.Expr, target: int | None) -> _Operand:
+        """Only the branch taken runs: a jump over the other."""
+        c = self._emit(condition)
+        if not c.varying:
+            return self._emit(then if c.value else other, target)
+        out = self._temporary() if target is None else target
+        skip = self._instruction(machine.JUMP_IF_FALSE, 0, c.slot, -1)
+        self._into(self._emit(then, out), out)
+        done = self._instruction(machine.JUMP, 0, -1, 0)
+        self.code[skip + 3] = len(self.code)
+        self._into(self._emit(other, out), out)
+        self.code[done + 2] = len(self.code)
+        return _Operand(True, out, None)
 
 
-def _lift(part: Any) -> Closure:
-    """Any part as a closure of `env`."""
-    if callable(part):
-        closure: Closure = part
-        return closure
-    if isinstance(part, _Slot):
-        i = part.index
-        return lambda env: env[i]
-    return lambda env: part
-
-
-def _apply(f: Callable[..., Any], args: list[Any]) -> Closure:
-    """`f` of the arguments: a slot is read inline and a constant bound once, for one or two
-    arguments (most formulas are binary operations); more are each lifted to a closure."""
-    if len(args) == 1:
-        (a,) = args
-        if isinstance(a, _Slot):
-            i = a.index
-            return lambda env: f(env[i])
-        return lambda env: f(a(env))
-    if len(args) == 2:
-        return _binary(f, *args)
-    parts = [_lift(a) for a in args]
-    return lambda env: f(*[p(env) for p in parts])
-
-
-def _binary(f: Callable[[Any, Any], Any], a: Any, b: Any) -> Closure:
-    if isinstance(a, _Slot):
-        i = a.index
-        if isinstance(b, _Slot):
-            j = b.index
-            return lambda env: f(env[i], env[j])
-        if callable(b):
-            return lambda env: f(env[i], b(env))
-        return lambda env: f(env[i], b)
-    if isinstance(b, _Slot):
-        j = b.index
-        if callable(a):
-            return lambda env: f(a(env), env[j])
-        return lambda env: f(a, env[j])
-    if not callable(a):
-        return lambda env: f(a, b(env))
-    if not callable(b):
-        return lambda env: f(a(env), b)
-    return lambda env: f(a(env), b(env))
+def _call(f: Callable[..., Any], parts: list[_Operand]) -> Callable[[list[float]], Any]:
+    """`f` of the parts, the varying ones read from `env` when called, the others bound now."""
+    if len(parts) == 1 and parts[0].varying:
+        i = parts[0].slot
+        return lambda env: f(env[i])
+    spec = [(p.varying, p.slot, p.value) for p in parts]
+    return lambda env: f(*[env[slot] if varies else value for varies, slot, value in spec])
 
 
 def _function(op: str, varying: tuple[bool, ...]) -> Callable[..., Any]:

@@ -7,10 +7,12 @@ unread) as steps 1-5 of the engine and the router of `simulate.py`'s
 contract say, fills `requests` (per-request state: first token and finish times, preemptions) and
 `log` (one row per iteration, appended when the iteration starts, so in the order iterations
 start: `start` never decreases), and returns the end of the run. Plain values only (ints, floats,
-lists, `array`s and one callable); it knows nothing of `Engine`, `Workload` or numpy.
-`ShapeTimer` is such a callable: an iteration's time from closures over plain floats, kept by the
-parts of the iteration's shape they read (`replay.py` builds it from the plan's formula), here so
-that its bookkeeping is compiled too.
+lists, the log's buffer and one iteration time); it knows nothing of `Engine`, `Workload` or
+numpy. The iteration time is a `Timer` (called directly by the compiled loop) or any callable
+(wrapped in a `FunctionTimer`). `ShapeTimer` is the plan's: programs of the register machine
+below (`run_program`; `scalar.py` compiles the plan's formula into them), their values kept by the
+parts of the iteration's shape they read (`replay.py` builds it), here so that the machine and
+its bookkeeping are compiled too.
 
 Why a module of its own: it is the one place where a run spends its time (O(1) work per iteration
 and per request, tens of millions of iterations in an hour of traffic), so it is written in the
@@ -25,17 +27,20 @@ arithmetic in the same order.
 from __future__ import annotations
 
 import gc
-import heapq
 import math
-from array import array
+import struct
 from collections import deque
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, Final, NamedTuple, cast
 
 IterationTime = Callable[[Any, Any, Any, Any], Any]
 """`f(decodes, decode_context_mean, prefill_tokens, prefill_context_mean) -> seconds`."""
 
-_WAITING, _PREFILL, _DECODE, _DONE = 0, 1, 2, 3
+# Final, so that mypyc puts each value in the code rather than looking it up in the module's dict
+_WAITING: Final = 0
+_PREFILL: Final = 1
+_DECODE: Final = 2
+_DONE: Final = 3
 
 
 class Limits(NamedTuple):
@@ -74,31 +79,87 @@ class Requests:
 
 
 class IterationLog:
-    """One row per iteration, in unboxed arrays: start, duration, decodes, prefill tokens, tokens
-    emitted, running sequences, KV tokens in use. Each replica holds the seven columns' bound
-    `append`s and calls them itself (compiled, one call fewer per row than a record function
-    taking the seven values: 7 % of the loop)."""
+    """One row per iteration, packed by `struct` into one buffer: start, duration (doubles),
+    decodes, prefill tokens, tokens emitted, running sequences, KV tokens in use (64-bit ints),
+    little-endian, `rows` of them. `grow(size)` gives the buffer, at least `size` bytes long and
+    starting with the bytes of the one before (it is called with sizes doubling from 4,096
+    rows'): by default a `bytearray` extended; `simulate.py` resizes a numpy array in place,
+    which moves its pages rather than copying them, so each page of an hour's log (about a
+    gigabyte) is faulted in once, on a virtual machine the costliest part of writing it. A
+    replica adds a row by one call of `add`, one `pack_into`: seven `array` appends, one per
+    column, cost three times as much."""
 
     COLUMNS: ClassVar[tuple[str, ...]] = ("start", "duration", "decodes", "prefill", "emitted", "running", "kv_tokens")
+    FORMAT: ClassVar[str] = "<ddqqqqq"  # one code a column
 
-    def __init__(self) -> None:
-        self.columns: list[array[Any]] = [array("d"), array("d")] + [array("q") for _ in range(5)]
+    def __init__(self, grow: Callable[[int], Any] | None = None) -> None:
+        packer = struct.Struct(self.FORMAT)
+        self.pack = packer.pack_into
+        self.row_size = packer.size
+        self.grow = grow if grow is not None else _extended(bytearray())
+        self.end = packer.size * 4096
+        self.buffer: Any = self.grow(self.end)
+        self.offset = 0
+        self.rows = 0
+
+    def add(self, start: float, duration: float, decodes: int, prefill: int, emitted: int, running: int,
+            kv_tokens: int) -> None:
+        if self.offset == self.end:
+            self.end *= 2
+            self.buffer = self.grow(self.end)
+        self.pack(self.buffer, self.offset, start, duration, decodes, prefill, emitted, running, kv_tokens)
+        self.offset += self.row_size
+        self.rows += 1
+
+
+def _extended(buffer: bytearray) -> Callable[[int], Any]:
+    """`IterationLog`'s default `grow`: `buffer` extended with zeros to the size asked."""
+    def grow(size: int) -> Any:
+        buffer.extend(bytes(max(size - len(buffer), 0)))
+        return buffer
+    return grow
+
+
+class Timer:
+    """An iteration's time by its shape, `time(decodes, decode context mean, prefill tokens,
+    prefill context mean) -> seconds`: what a replica calls for each iteration it starts. A class
+    of this module so that the compiled loop calls it directly (its arguments unboxed) rather
+    than as a Python callable."""
+
+    def time(self, decodes: int, decode_context: float, prefill_tokens: int, prefill_context: float) -> float:
+        raise NotImplementedError
+
+
+class FunctionTimer(Timer):
+    """Any `IterationTime` callable as a `Timer` (the toy physics of the tests and the bench)."""
+
+    def __init__(self, function: IterationTime) -> None:
+        self.function = function
+
+    def time(self, decodes: int, decode_context: float, prefill_tokens: int, prefill_context: float) -> float:
+        return float(self.function(decodes, decode_context, prefill_tokens, prefill_context))
+
+
+def _as_timer(iteration_time: object) -> Timer:
+    """A `Timer` as it is, any other `IterationTime` wrapped."""
+    if isinstance(iteration_time, Timer):
+        return iteration_time
+    return FunctionTimer(cast(IterationTime, iteration_time))
 
 
 class _Replica:
     """One engine's scheduler; `start(t)` schedules an iteration and returns its end (None when
     there is nothing to do), `end(t)` applies it and returns how many requests finished."""
 
-    def __init__(self, limits: Limits, iteration_time: IterationTime, requests: Requests, log: IterationLog) -> None:
-        self.iteration_time = iteration_time
+    def __init__(self, limits: Limits, timer: Timer, requests: Requests, log: IterationLog) -> None:
+        self.timer = timer
         self.block = limits.kv_block_size
         self.capacity = limits.kv_capacity_tokens // limits.kv_block_size
         self.max_seqs = limits.max_num_seqs
         self.budget = limits.token_budget
         self.chunked = limits.chunked_prefill
         self.rq = requests
-        self.log_start, self.log_duration, self.log_decodes, self.log_prefill, self.log_emitted, \
-            self.log_running, self.log_kv = (column.append for column in log.columns)
+        self.log = log
         self.waiting: deque[int] = deque()
         self.running: dict[int, None] = {}  # admission order: the last one is the next victim
         self.partial: dict[int, None] = {}  # running, prefill incomplete, oldest first
@@ -131,23 +192,18 @@ class _Replica:
             tokens, positions = tokens + more, positions + more_positions
         if not decoders and not tokens:
             return None
-        dt = float(self.iteration_time(decoders, context, tokens, positions / tokens if tokens else 0.0))
-        if not dt > 0:
-            raise ValueError(f"iteration_time must be positive (got {dt} for {decoders} decodes, {tokens} prefill tokens)")
-        self.log_start(t)
-        self.log_duration(dt)
-        self.log_decodes(decoders)
-        self.log_prefill(tokens)
-        self.log_emitted(decoders + len(self.completing))
-        self.log_running(len(self.running))
-        self.log_kv(self.used * self.block)
+        dt = self.timer.time(decoders, context, tokens, positions / tokens if tokens else 0.0)
+        if not 0.0 < dt < math.inf:
+            raise ValueError(f"iteration_time must be positive and finite (got {dt} for {decoders} decodes, {tokens} prefill tokens)")
+        self.log.add(t, dt, decoders, tokens, decoders + len(self.completing), len(self.running), self.used * self.block)
         return t + dt
 
     def end(self, t: float) -> int:
         self.step = step = self.step + 1
         finished = 0
-        entries = self.finishing.pop(step, None)
-        if entries:
+        entries = self.finishing.get(step)
+        if entries is not None:
+            del self.finishing[step]
             epoch = self.rq.epoch
             for r, e in entries:
                 if epoch[r] == e:
@@ -313,7 +369,8 @@ class Group:
 
     def __init__(self, limits: Limits, iteration_time: IterationTime, requests: Requests,
                  log: IterationLog, replicas: int) -> None:
-        self.replicas = [_Replica(limits, iteration_time, requests, log) for _ in range(replicas)]
+        timer = _as_timer(iteration_time)
+        self.replicas = [_Replica(limits, timer, requests, log) for _ in range(replicas)]
         self.in_system_area = 0.0  # integral of requests in system over the window
         self.unfinished = 0
 
@@ -338,12 +395,13 @@ class Group:
         level = [(1 << len(replicas)) - 1]
         low = 0
         busy = [False] * len(replicas)
-        heap: list[tuple[float, int]] = []  # (end of the current iteration, replica)
-        push, pop, replace = heapq.heappush, heapq.heappop, heapq.heapreplace
+        next_end = _Tournament(len(replicas))  # each replica's end of its current iteration, and the least
         total, since, area = 0, warm, 0.0  # requests in system, since when (in the window), integral
         i, n, t = 0, len(arrivals), 0.0
         while True:
-            if i < n and (not heap or arrivals[i] < heap[0][0]):
+            first = next_end.first()
+            end_first = next_end.ends[first]
+            if i < n and arrivals[i] < end_first:
                 t = arrivals[i]
                 if least_loaded:
                     while not level[low]:
@@ -368,11 +426,11 @@ class Group:
                     end = replica.start(t)
                     if end is not None:
                         busy[q] = True
-                        push(heap, (end, q))
+                        next_end.set(q, end)
                 continue
-            if not heap or heap[0][0] > horizon:
+            if end_first == math.inf or end_first > horizon:
                 break
-            t, q = heap[0]
+            t, q = end_first, first
             replica = replicas[q]
             finished = replica.end(t)
             if finished:
@@ -390,17 +448,143 @@ class Group:
             end = replica.start(t)
             if end is None:
                 busy[q] = False
-                pop(heap)
+                next_end.set(q, math.inf)
             else:
-                replace(heap, (end, q))
+                next_end.set(q, end)
         stop = horizon if math.isfinite(horizon) else t
         self.in_system_area = area + total * max(stop - since, 0.0)
         self.unfinished = total
         return stop
 
 
-Closure = Callable[[list[Any]], Any]
-"""`f(env) -> value`: one node of a formula, reading the values before it in `env`."""
+class _Tournament:
+    """The end of each replica's current iteration (inf while it is idle) and a winner tree over
+    them, whose root is the replica whose iteration ends first, the lowest-numbered of those
+    that end together: the order of (end, replica) pairs, as a heap of such tuples pops them,
+    but an update compares floats along one path of the tree and boxes one float."""
+
+    def __init__(self, replicas: int) -> None:
+        size = 1
+        while size < replicas:
+            size *= 2
+        self.size = size
+        self.ends: list[float] = [math.inf] * size
+        self.tree: list[int] = [0] * size + list(range(size))  # node k's winner; leaves at size + q
+        for k in range(size - 1, 0, -1):
+            self.tree[k] = self.tree[2 * k]
+
+    def first(self) -> int:
+        """The replica whose iteration ends first (its end is inf when every replica is idle)."""
+        return self.tree[1]
+
+    def set(self, q: int, end: float) -> None:
+        ends, tree = self.ends, self.tree
+        ends[q] = end
+        k = (self.size + q) >> 1
+        while k:
+            a, b = tree[2 * k], tree[2 * k + 1]
+            tree[k] = a if ends[a] <= ends[b] else b  # a tie goes left, to the lower-numbered
+            k >>= 1
+
+
+# The register machine that runs an iteration's formula (`scalar.py` compiles the formula into its
+# code): an instruction is four ints (operation, destination slot, a, b), where a and b are slots
+# of `env` (a value, a constant set when compiling, or a temporary), or, for a jump, the
+# instruction to go to, or, for CALL, the index of a Python function of `env`. A truth value is
+# 1.0 or 0.0. Compiled by mypyc, an operation is a few native float operations on `env`.
+ADD: Final = 0
+SUB: Final = 1
+MUL: Final = 2
+DIV: Final = 3
+NEG: Final = 4
+LT: Final = 5
+LE: Final = 6
+GT: Final = 7
+GE: Final = 8
+EQ: Final = 9
+NE: Final = 10
+NOT: Final = 11
+AND: Final = 12
+OR: Final = 13
+MIN: Final = 14
+MAX: Final = 15
+MOVE: Final = 16
+JUMP: Final = 17
+JUMP_IF_FALSE: Final = 18
+CALL: Final = 19
+
+
+def run_program(code: list[int], calls: list[Callable[[list[float]], Any]], env: list[float]) -> None:
+    """Run `code` on `env`. Arithmetic as Python's floats do it (IEEE doubles, correctly rounded),
+    except that x / 0 gives what numpy gives (±inf, or nan for 0/0 and nan/0) rather than raising;
+    `min` and `max` propagate nan, as numpy's do; and a CALL's value is `float(calls[a](env))`."""
+    pc, stop = 0, len(code)
+    while pc < stop:
+        op, d, a, b = code[pc], code[pc + 1], code[pc + 2], code[pc + 3]
+        pc += 4
+        if op == MUL:
+            env[d] = env[a] * env[b]
+        elif op == ADD:
+            env[d] = env[a] + env[b]
+        elif op == DIV:
+            x, y = env[a], env[b]
+            if y != 0.0:
+                env[d] = x / y
+            elif x != x or x == 0.0:
+                env[d] = math.nan
+            else:
+                env[d] = math.copysign(math.inf, x) * math.copysign(1.0, y)
+        elif op == SUB:
+            env[d] = env[a] - env[b]
+        elif op == MAX:
+            x, y = env[a], env[b]
+            env[d] = x if x >= y or x != x else y
+        elif op == MIN:
+            x, y = env[a], env[b]
+            env[d] = x if x <= y or x != x else y
+        elif op == MOVE:
+            env[d] = env[a]
+        elif op == JUMP_IF_FALSE:
+            if env[a] == 0.0:
+                pc = b
+        elif op == JUMP:
+            pc = a
+        elif op == NEG:
+            env[d] = -env[a]
+        elif op == LT:
+            env[d] = 1.0 if env[a] < env[b] else 0.0
+        elif op == LE:
+            env[d] = 1.0 if env[a] <= env[b] else 0.0
+        elif op == GT:
+            env[d] = 1.0 if env[a] > env[b] else 0.0
+        elif op == GE:
+            env[d] = 1.0 if env[a] >= env[b] else 0.0
+        elif op == EQ:
+            env[d] = 1.0 if env[a] == env[b] else 0.0
+        elif op == NE:
+            env[d] = 1.0 if env[a] != env[b] else 0.0
+        elif op == NOT:
+            env[d] = 1.0 if env[a] == 0.0 else 0.0
+        elif op == AND:
+            env[d] = 1.0 if env[a] != 0.0 and env[b] != 0.0 else 0.0
+        elif op == OR:
+            env[d] = 1.0 if env[a] != 0.0 or env[b] != 0.0 else 0.0
+        elif op == CALL:
+            env[d] = float(calls[a](env))
+        else:
+            raise ValueError(f"unknown operation {op}")
+
+
+def _round(x: float) -> int:
+    """`round(x)` (to the nearest integer, a half to the even one) in native arithmetic: for
+    0 <= x < 2^52 both the whole part and x less it are exact."""
+    if not 0.0 <= x < 4503599627370496.0:
+        return round(x)
+    n = int(x)
+    rest = x - n
+    if rest > 0.5 or (rest == 0.5 and n & 1):
+        n += 1
+    return n
 
 
 Tabulate = Callable[[list[int]], list[list[Any]]]
@@ -409,64 +593,82 @@ Tabulate = Callable[[list[int]], list[list[Any]]]
 
 class ShapeGroup:
     """Nodes of an iteration's formula that read the same parts of its shape: their slots
-    `start:stop` in the timer's `env`, their closures in order, the parts of the key they read
-    (indices into (decodes, decode context / 8, prefill tokens, prefill context / 8)), whether
-    their values are kept by those parts, and the slots of theirs that later groups read
-    (`exports`: all that a kept value restores). A kept group with an `axis` (one of its parts)
-    and a `tabulate` function keeps whole rows instead: for each value of its other parts, its
-    exports at every value of the axis up to the row's length, computed at once by `tabulate`."""
+    `start:stop` in the timer's `env`, their program (`code` and `calls`, for `run_program`, which
+    sets those slots, through temporaries of its own beyond them), the parts of the
+    key they read (indices into (decodes, decode context / 8, prefill tokens, prefill context /
+    8)), whether their values are kept by those parts, and the slots of theirs that later groups
+    read (`exports`: all that a kept value restores). A kept group with an `axis` (one of its
+    parts) and a `tabulate` function keeps whole rows instead: for each value of its other parts,
+    its exports at every value of the axis up to the row's length, computed at once by `tabulate`."""
 
-    def __init__(self, start: int, stop: int, closures: list[Closure], parts: list[int], kept: bool,
-                 exports: list[int], axis: int = -1, tabulate: Tabulate | None = None) -> None:
+    def __init__(self, start: int, stop: int, code: list[int], calls: list[Callable[[list[float]], Any]], parts: list[int],
+                 kept: bool, exports: list[int], axis: int = -1, tabulate: Tabulate | None = None) -> None:
         self.start = start
         self.stop = stop
-        self.closures = closures
+        self.code = code
+        self.calls = calls
         self.parts = parts
-        self.memo: dict[int, list[Any]] | None = {} if kept else None
+        self.memo: dict[int, list[float]] | None = {} if kept else None
         self.exports = exports
         self.axis = axis if kept and tabulate is not None else -1
         self.tabulate = tabulate
-        self.rows: dict[int, list[list[Any]]] = {}
+        self.rows: dict[int, list[list[float]]] = {}
 
 
-class ShapeTimer:
-    """An `IterationTime` computed by closures over plain floats (`replay._IterationTimer` builds
-    them from the plan's formula), kept by the parts of the iteration's shape each group reads.
+class ShapeTimer(Timer):
+    """A `Timer` that runs the plan's formula as programs (`replay._IterationTimer` compiles them,
+    `scalar.py`), kept by the parts of the iteration's shape each group reads.
 
     A call rounds the contexts to 8 tokens: the key is (decodes, round(decode context / 8), prefill
     tokens, round(prefill context / 8)), each part below 2^32. A decode-only key seen before is its
-    kept time. Otherwise `env[0:5]` are set to the decodes, the decode context (key × 8), the
-    prefill tokens, the prefill tokens / `prompt_tokens` and the prefill context (key × 8); each
-    group in order either restores its exports kept by its parts (packed into one integer, 32 bits
-    a part; a tabulated group, from the row of its other parts, made by `tabulate` the first time,
-    where the axis is within the row) or runs its closures, each into its slot, and keeps its
-    exports (at most `group_memo` keys a group, then it starts again); the time is `env[target]`.
-    `evaluations` counts the keys computed. Compiled with the rest of this module, the keys and
-    lookups cost a fraction of the closures."""
+    kept time (in a list by decodes and context where both are below `decode_shape`'s, else in a
+    dict). Otherwise `env[0:5]` are set to the decodes, the decode context (key × 8), the prefill
+    tokens, the prefill tokens / `prompt_tokens` and the prefill context (key × 8); each group in
+    order either restores its exports kept by its parts (packed into one integer, 32 bits a part;
+    a tabulated group, from the row of its other parts, made by `tabulate` the first time, where
+    the axis is within the row) or runs its program and keeps its exports (at most `group_memo`
+    keys a group, then it starts again); the time is `env[target]`. `evaluations` counts the keys
+    computed. Compiled with the rest of this module, the keys, the lookups and the programs'
+    arithmetic are native code."""
 
-    def __init__(self, groups: list[ShapeGroup], slots: int, target: int, prompt_tokens: float,
-                 group_memo: int) -> None:
+    def __init__(self, groups: list[ShapeGroup], env: list[float], target: int, prompt_tokens: float,
+                 group_memo: int, decode_shape: tuple[int, int] = (0, 0)) -> None:
         self.groups = groups
-        self.env: list[Any] = [0.0] * slots
+        self.env = env
         self.target = target
         self.prompt_tokens = prompt_tokens
         self.group_memo = group_memo
-        self.memo: dict[int, float] = {}  # decode-only keys: decodes << 32 | context / 8
+        self.decodes_kept, self.contexts_kept = decode_shape
+        self.kept: list[list[float]] = [[] for _ in range(self.decodes_kept)]  # by decodes, a row by context / 8 (-1: not yet)
+        self.memo: dict[int, float] = {}  # the other decode-only keys: decodes << 32 | context / 8
         self.evaluations = 0
 
     def __call__(self, decodes: int, decode_context: float, prefill_tokens: int, prefill_context: float) -> float:
+        return self.time(decodes, decode_context, prefill_tokens, prefill_context)
+
+    def time(self, decodes: int, decode_context: float, prefill_tokens: int, prefill_context: float) -> float:
         d = decodes
-        c: int = round(decode_context / 8)
+        c = _round(decode_context / 8)
         p = prefill_tokens
-        q: int = round(prefill_context / 8)
+        q = _round(prefill_context / 8)
         if d < 0 or c < 0 or p < 0 or q < 0 or (d | c | p | q) >> 32:
             raise ValueError(f"an iteration shape part out of range: {(d, c, p, q)}")
+        row: list[float] = []
         whole = -1
         if p == 0 and q == 0:
-            whole = d << 32 | c
-            found = self.memo.get(whole)
-            if found is not None:
-                return found
+            if d < self.decodes_kept and c < self.contexts_kept:
+                row = self.kept[d]
+                if not row:
+                    row = [-1.0] * self.contexts_kept
+                    self.kept[d] = row
+                found = row[c]
+                if found >= 0.0:
+                    return found
+            else:
+                whole = d << 32 | c
+                kept = self.memo.get(whole)
+                if kept is not None:
+                    return kept
         self.evaluations += 1
         key = [d, c, p, q]
         env = self.env
@@ -482,16 +684,16 @@ class ShapeTimer:
                 for i in group.parts:
                     if i != group.axis:
                         packed = packed << 32 | key[i]
-                row = group.rows.get(packed)
-                if row is None:
+                rows = group.rows.get(packed)
+                if rows is None:
                     tabulate = group.tabulate
                     assert tabulate is not None
-                    row = tabulate(key)
-                    group.rows[packed] = row
+                    rows = tabulate(key)
+                    group.rows[packed] = rows
                 x = key[group.axis]
-                if x < len(row[0]):
+                if x < len(rows[0]):
                     for j, s in enumerate(group.exports):
-                        env[s] = row[j][x]
+                        env[s] = rows[j][x]
                     continue
                 memo = None  # beyond the row (a prompt over the budget): computed, not kept
             elif memo is not None:
@@ -502,15 +704,14 @@ class ShapeTimer:
                     for j, s in enumerate(group.exports):
                         env[s] = values[j]
                     continue
-            slot = group.start
-            for closure in group.closures:
-                env[slot] = closure(env)
-                slot += 1
+            run_program(group.code, group.calls, env)
             if memo is not None:
                 if len(memo) >= self.group_memo:
                     memo.clear()
                 memo[packed] = [env[s] for s in group.exports]
-        time = float(env[self.target])
-        if whole >= 0:
+        time = env[self.target]
+        if row:
+            row[c] = time
+        elif whole >= 0:
             self.memo[whole] = time
         return time

@@ -1,5 +1,5 @@
 """`plan simulate`'s iteration timer (`replay._IterationTimer`): the plan's own `iteration_time` at
-each simulated iteration's shape, computed by closures over plain floats (`scalar.py`) group by group
+each simulated iteration's shape, computed by programs of the simulator's register machine (`scalar.py`) group by group
 with the searches the shape cannot move taken from the plan, and still, bit for bit, the value the
 formula gives at that shape alone."""
 
@@ -35,7 +35,7 @@ def alone(lowered, timer: _IterationTimer, key: tuple[int, int, int, int]) -> fl
 
 def test_the_timer_gives_the_formula_at_each_shape(lowered) -> None:  # type: ignore[no-untyped-def]
     timer = _IterationTimer(lowered, "chat", 1000.0)
-    assert timer.groups  # the scalar closures, not the vectorised fallback
+    assert timer.groups  # the compiled programs, not the vectorised fallback
     shapes = [(40, 1000.0, 0, 0.0), (40, 1001.0, 0, 0.0), (41, 1200.0, 0, 0.0), (3, 64.0, 0, 0.0),
               (40, 1000.0, 1500, 700.0), (120, 5000.0, 2048, 1024.0), (1, 0.0, 8192, 4096.0),
               # parts of the shape seen before, in new combinations: their groups' kept values
@@ -113,9 +113,10 @@ def test_the_compiled_and_the_pure_timer_agree_bit_for_bit(lowered, lengths, see
     from planc import sim_engine
 
     timer = _IterationTimer(lowered, "chat", 1000.0, LENGTHS if lengths == "rows" else lengths)
-    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.closures), list(g.parts), g.memo is not None, list(g.exports),
-                                    g.axis, g.tabulate) for g in timer.groups]
-    pure = sim_engine.ShapeTimer(groups, len(timer.slots), timer.slots[timer.target], timer.prompt_tokens, 50)
+    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.code), list(g.calls), list(g.parts), g.memo is not None,
+                                    list(g.exports), g.axis, g.tabulate) for g in timer.groups]
+    pure = sim_engine.ShapeTimer(groups, list(timer.shaped.env), timer.slots[timer.target], timer.prompt_tokens, 50,
+                                 (timer.lengths[0], timer.lengths[1]))
     rng = np.random.default_rng(seed)
     shapes = zip(rng.integers(1, decodes, count).tolist(), rng.uniform(0, 9000, count).tolist(),
                  (rng.integers(0, tokens, count) * (rng.random(count) < prefills)).tolist(), rng.uniform(0, 4000, count).tolist())
@@ -125,14 +126,14 @@ def test_the_compiled_and_the_pure_timer_agree_bit_for_bit(lowered, lengths, see
     assert timer.evaluations == pure.evaluations
 
 
-def test_without_the_scalar_closures_each_shape_is_one_vectorised_pass(lowered, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_without_the_compiled_programs_each_shape_is_one_vectorised_pass(lowered, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import planc.replay as replay
     from planc.scalar import Unsupported
 
     def refuse(*args):  # type: ignore[no-untyped-def]
         raise Unsupported("as for a formula with a search the shape moves")
 
-    monkeypatch.setattr(replay, "compile_nodes", refuse)
+    monkeypatch.setattr(replay, "compile_programs", refuse)
     timer = _IterationTimer(lowered, "chat", 1000.0)
     assert timer.groups == [] and timer.function() is timer
     for d, c, p, pc in [(40, 1000.0, 0, 0.0), (120, 5000.0, 2048, 1024.0)]:
@@ -156,7 +157,7 @@ def test_a_costly_group_is_tabulated_along_its_longest_part_and_gives_the_formul
     """With the engine's ranges known, the GEMMs' group (25 nodes, read by the decodes and the
     prefill tokens) keeps whole rows: for each number of decodes, its exports at every prefill
     token count up to the budget, one vectorised pass. A prompt beyond the budget (no chunking)
-    is computed by the closures; the small groups keep their values key by key."""
+    is computed by the group's program; the small groups keep their values key by key."""
     timer = _IterationTimer(lowered, "chat", 1000.0, LENGTHS)
     axes = {tuple(g.parts): g.axis for g in timer.groups}
     assert axes == {(0, 1): -1, (0, 2): 2, (2, 3): -1, (0, 1, 2, 3): -1}
@@ -168,4 +169,6 @@ def test_a_costly_group_is_tabulated_along_its_longest_part_and_gives_the_formul
         key = (d, round(c / 8), p, round(pc / 8))
         assert timer(d, c, p, pc) == alone(lowered, timer, key), key  # bit for bit, on the row and beyond it
     assert sorted(gemm.rows) == [3, 40, 120]  # one row per number of decodes, whatever the prefill
+    # a decode-only time is kept in the row of its decodes, by its context (no dict, no packed key)
+    assert timer.shaped.memo == {} and timer.shaped.kept[40][125] == alone(lowered, timer, (40, 125, 0, 0))
     assert all(len(column) == LENGTHS[2] for row in gemm.rows.values() for column in row)

@@ -1,5 +1,6 @@
-"""The scalar evaluator (`planc.scalar`): closures over plain floats that give, bit for bit, what
-the vectorised evaluator gives on one point, including where an operation has no real value."""
+"""The scalar evaluator (`planc.scalar`): programs of the simulator's register machine
+(`sim_engine.run_program`, pure and compiled) that give, bit for bit, what the vectorised
+evaluator gives on one point, including where an operation has no real value."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from planc import vector
+from planc import sim_engine, vector
 from planc.pipeline import compile_plan
-from planc.scalar import Unsupported, compile_nodes
+from planc.scalar import Unsupported, compile_programs
 from planc.semantics import ir
 from planc.semantics.units import DIMENSIONLESS, Dim
+from planc.simulate import engine_module
 from planc.source import SourceFile, Span
 from planc.vector import evaluate_many
 
@@ -25,8 +27,23 @@ def same(a: Any, b: Any) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
+MACHINES = [pytest.param(sim_engine, id="pure"), pytest.param(engine_module(), id="loaded")]
+"""the register machine as Python, and as it runs (compiled by mypyc where the build could)"""
+
+
+def run(el: ir.Elaborated, nodes: list[str], slots: dict[str, int], constants: dict[str, Any],
+        values: dict[int, float], machine: Any = sim_engine) -> list[float]:
+    """`nodes` compiled into one program and run on an env whose `values` are set."""
+    (program,), env = compile_programs(el, [nodes], slots, constants)
+    for slot, value in values.items():
+        env[slot] = value
+    machine.run_program(program.code, program.calls, env)
+    return env
+
+
+@pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("example", ["100m_dau", "recommender", "mla_deepseek_v3", "moe_qwen3", "sliding_window_gemma"])
-def test_every_formula_of_a_plan_agrees_with_the_vectorised_evaluator_bit_for_bit(example: str) -> None:
+def test_every_formula_of_a_plan_agrees_with_the_vectorised_evaluator_bit_for_bit(example: str, machine: Any) -> None:
     c = compile_plan(REPO / "examples" / f"{example}.plan")
     assert c.lowered is not None
     el, exact = c.lowered.elaborated, c.lowered.values
@@ -39,15 +56,11 @@ def test_every_formula_of_a_plan_agrees_with_the_vectorised_evaluator_bit_for_bi
     nodes = [n for n in el.order if n not in given and n not in searches and n not in ir.all_trial_nodes(el)
              and el.nodes[n].expr is not None and isinstance(el.nodes[n].dim, Dim | str)]
     slots = {n: i for i, n in enumerate(el.order)}  # what is given varies over one point in both
-    closures = compile_nodes(el, nodes, slots, {})
-    env: list[Any] = [float(exact[n]) if n in given else np.nan for n in el.order]
-    compared = 0
+    env = run(el, nodes, slots, {}, {slots[n]: float(exact[n]) if n in given else np.nan for n in el.order}, machine)
     for n in nodes:
-        env[slots[n]] = closures[n](env)
         want = np.asarray(vector[n]).reshape(-1)[0]
         assert same(env[slots[n]], want), (n, env[slots[n]], want)
-        compared += 1
-    assert compared >= 25
+    assert len(nodes) >= 25
 
 
 SPAN = Span(SourceFile("<test>", "x" * 20), 0, 1)
@@ -87,25 +100,40 @@ EDGES = [  # x and y are slots; each formula is also evaluated with both as fold
 ]
 
 
+@pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("expr", EDGES, ids=lambda e: e.op)
-@pytest.mark.parametrize("x, y", [(2.7, 0.0), (0.0, 0.0), (1.3, 4.2)])
-def test_edge_cases_give_what_numpy_gives_and_never_raise(expr: ir.Op, x: float, y: float) -> None:
+@pytest.mark.parametrize("x, y", [(2.7, 0.0), (0.0, 0.0), (1.3, 4.2), (-2.7, -0.0)])
+def test_edge_cases_give_what_numpy_gives_and_never_raise(expr: ir.Op, x: float, y: float, machine: Any) -> None:
     el = _elaborated({"e": _node("e", expr, ("x", "y"))})
     want = np.asarray(evaluate_many(el, {}, {"x": np.array([x]), "y": np.array([y])}, {"x", "y", "e"})["e"]).reshape(-1)[0]
-    as_slots = compile_nodes(el, ["e"], {"x": 0, "y": 1}, {})["e"]([x, y])
+    as_slots = run(el, ["e"], {"x": 0, "y": 1, "e": 2}, {}, {0: x, 1: y}, machine)[2]
     assert same(as_slots, want), (as_slots, want)
     # with x and y constants, folded when compiled, as the vectorised evaluator takes plain numbers
     with np.errstate(all="ignore"):
         plain = np.asarray(vector._evaluate(expr, {"x": x, "y": y}, vector._OPS)).reshape(-1)[0]
-    folded = compile_nodes(el, ["e"], {}, {"x": x, "y": y})["e"]([])
+    folded = run(el, ["e"], {"e": 0}, {"x": x, "y": y}, {}, machine)[0]
     assert same(folded, plain), (folded, plain)
+
+
+def test_a_program_computes_only_the_branch_an_if_takes() -> None:
+    """`if` jumps over the branch it does not take: a CALL there is never made."""
+    el = _elaborated({"e": _node("e", op("if", op(">", ref("x"), ref("y")), op("log", ref("x")), ref("y")), ("x", "y"))})
+    (program,), env = compile_programs(el, [["e"]], {"x": 0, "y": 1, "e": 2}, {})
+    made: list[float] = []
+    calls = [lambda env, f=f: made.append(env[0]) or f(env) for f in program.calls]  # type: ignore[func-returns-value]
+    env[0], env[1] = 1.0, 2.0
+    sim_engine.run_program(program.code, calls, env)
+    assert env[2] == 2.0 and made == []
+    env[0] = 3.0
+    sim_engine.run_program(program.code, calls, env)
+    assert env[2] == float(np.log(np.array([3.0]))[0]) and made == [3.0]
 
 
 def test_a_search_is_not_compiled() -> None:
     search = op("largest", ref("t"), lit(1.0), lit(10.0), op("<", ref("t"), lit(5.0)))
     el = _elaborated({"s": _node("s", search, ("t",))})
     with pytest.raises(Unsupported):
-        compile_nodes(el, ["s"], {"t": 0}, {})
+        compile_programs(el, [["s"]], {"t": 0, "s": 1}, {})
 
 
 def _node(name: str, expr: ir.Expr, deps: tuple[str, ...] = (), is_input: bool = False) -> ir.Node:

@@ -103,6 +103,90 @@ def test_weighted_percentile_is_the_percentile_of_the_repeated_sample() -> None:
                                                                         rel=1e-12)
 
 
+
+def full_sort_percentiles(values: np.ndarray, weights: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """The weighted percentiles with every value sorted: what the bracketed selection must give."""
+    keep = weights > 0
+    order = np.argsort(values[keep], kind="stable")
+    v, cum = values[keep][order], np.cumsum(weights[keep][order])
+    out = []
+    for q in qs:
+        h = (cum[-1] - 1) * q / 100
+        lo = math.floor(h)
+        i, j = np.searchsorted(cum, [lo, min(lo + 1, cum[-1] - 1)], side="right")
+        out.append(float(v[i] + (v[j] - v[i]) * (h - lo)))
+    return out
+
+
+@pytest.mark.parametrize("case", ["ties", "zero weights", "a misleading sample"])
+def test_weighted_percentiles_of_many_values_sort_only_a_bracket_and_give_the_same_values(case: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from planc.simulate import SELECT_SAMPLE, weighted_percentiles
+
+    sorted_sizes: list[int] = []
+    argsort = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda a, *args, **kw: sorted_sizes.append(len(a)) or argsort(a, *args, **kw))
+
+    rng = np.random.default_rng(11)
+    n = 10 * SELECT_SAMPLE
+    values = np.round(rng.lognormal(-4, 0.5, n), 4)  # many ties
+    weights = rng.integers(1, 300, n)
+    if case == "zero weights":
+        weights[rng.random(n) < 0.3] = 0
+    if case == "a misleading sample":  # the sample (every n/SELECT_SAMPLE-th value) carries almost no weight
+        weights[:: n // SELECT_SAMPLE] = 1
+        values[:: n // SELECT_SAMPLE] = values.max() * 2
+    qs = (0, 50, 90, 99, 99.9, 100)
+    found = weighted_percentiles(values, weights, qs)
+    sorts = list(sorted_sizes)  # before the reference below sorts everything
+    assert found == full_sort_percentiles(values, weights, qs)
+    if case == "a misleading sample":
+        assert np.count_nonzero(weights) in sorts  # the ranks fell outside the bracket: every value sorted
+    else:
+        assert max(sorts) < n / 8  # the sample, and brackets of a few per cent of the values
+
+
+def test_the_event_order_is_the_heap_order_of_end_and_replica() -> None:
+    """The loop's winner tree gives, after every update, the (end, replica) pair a heap of such
+    tuples would pop first, ties in end going to the lower-numbered replica."""
+    from planc.simulate import engine_module
+
+    for loop in {engine_module(), __import__("planc.sim_engine", fromlist=["_"])}:
+        rng = np.random.default_rng(3)
+        tree, busy = loop._Tournament(11), {}
+        for _ in range(5000):
+            q = int(rng.integers(0, 11))
+            if busy and rng.random() < 0.3:
+                busy.pop(q, None)
+                tree.set(q, math.inf)
+            else:
+                busy[q] = float(rng.integers(0, 40))  # coarse ends: many ties
+                tree.set(q, busy[q])
+            first = tree.first()
+            if busy:
+                assert (tree.ends[first], first) == min((end, r) for r, end in busy.items())
+            else:
+                assert tree.ends[first] == math.inf
+
+
+@pytest.mark.parametrize("growth", ["bytearray", "numpy resized in place"])
+def test_the_iteration_log_keeps_every_row_across_its_growth(growth: str) -> None:
+    from planc.simulate import _columns, _Resized, engine_module
+
+    log = engine_module().IterationLog(_Resized() if growth != "bytearray" else None)
+    n = 3 * 4096 * 4 + 17  # past three doublings
+    for k in range(n):
+        log.add(k * 0.5, 1.0 / (k + 1), k % 300, k * 7, k % 301, k % 302, k * 16)
+    columns = _columns(log)
+    k = np.arange(n)
+    np.testing.assert_array_equal(columns["start"], k * 0.5)
+    np.testing.assert_array_equal(columns["duration"], 1.0 / (k + 1))
+    np.testing.assert_array_equal(columns["decodes"], k % 300)
+    np.testing.assert_array_equal(columns["prefill"], k * 7)
+    np.testing.assert_array_equal(columns["emitted"], k % 301)
+    np.testing.assert_array_equal(columns["running"], k % 302)
+    np.testing.assert_array_equal(columns["kv_tokens"], k * 16)
+
+
 # --- one request alone: the latencies by hand ------------------------------------------------------
 
 def test_alone_ttft_is_the_prefill_chunks_and_tpot_the_single_decodes() -> None:
