@@ -450,7 +450,8 @@ class _IterationTimer:
         for group in by_group:
             slots.update((n, len(slots)) for n in group)
         try:
-            programs, env = compile_programs(el, by_group, slots, {d: _plain(v) for d, v in self.constants.items()})
+            programs, env = compile_programs(el, by_group, slots, {d: _plain(v) for d, v in self.constants.items()},
+                                             engine_module().OPCODES)
         except Unsupported:
             return None
         self.slots = slots

@@ -2,9 +2,11 @@
 register machine (`sim_engine.run_program`), which computes them on plain floats.
 
 Contract
-- `compile_programs(elaborated, groups, slots, constants) -> (programs, env)` compiles each group
-  (a list of nodes, in order) into one `Program`: instructions of four ints and the Python
-  functions its CALL instructions call. Every node a formula reads is either in `slots` (its value
+- `compile_programs(elaborated, groups, slots, constants, opcodes) -> (programs, env)` compiles
+  each group (a list of nodes, in order) into one `Program`: instructions of four ints and the
+  Python functions its CALL instructions call. `opcodes` names the machine's instructions
+  (`sim_engine.OPCODES`: the machine is the simulator's, a layer above this one, so it is
+  handed in rather than imported). Every node a formula reads is either in `slots` (its value
   is `env[slots[node]]` when the program runs: an input the caller sets, or a node of a group that
   ran before it or earlier in its own) or in `constants` (a plain number, folded in when
   compiling). Running a group's program sets each of its nodes' slots. `env` is the list the
@@ -41,10 +43,9 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from . import sim_engine as machine
 from .builtins import FUNCTIONS
 from .semantics import ir
 
@@ -62,11 +63,11 @@ class Program(NamedTuple):
 
 
 def compile_programs(elaborated: ir.Elaborated, groups: list[list[str]], slots: dict[str, int],
-                     constants: dict[str, Any]) -> tuple[list[Program], list[float]]:
+                     constants: dict[str, Any], opcodes: Mapping[str, int]) -> tuple[list[Program], list[float]]:
     """Each group's nodes compiled, in order, into one program that sets each node's slot; and the
     `env` the programs run on: a slot for each of `slots` (0.0, for the caller to set), then the
     constants the programs read (set) and their temporaries."""
-    assembler = _Assembler(elaborated, slots, constants)
+    assembler = _Assembler(elaborated, slots, constants, opcodes)
     return [assembler.program(nodes) for nodes in groups], assembler.env
 
 
@@ -79,18 +80,18 @@ class _Operand(NamedTuple):
     value: Any
 
 
-_NATIVE = {"+": machine.ADD, "-": machine.SUB, "*": machine.MUL, "/": machine.DIV, "<": machine.LT, "<=": machine.LE,
-           ">": machine.GT, ">=": machine.GE, "==": machine.EQ, "!=": machine.NE, "and": machine.AND, "or": machine.OR,
-           "neg": machine.NEG, "not": machine.NOT, "min": machine.MIN, "max": machine.MAX}
-"""the operations the machine does itself"""
+_NATIVE = {"+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "<": "LT", "<=": "LE", ">": "GT", ">=": "GE", "==": "EQ",
+           "!=": "NE", "and": "AND", "or": "OR", "neg": "NEG", "not": "NOT", "min": "MIN", "max": "MAX"}
+"""the IR's operations the machine does itself, by the name of its instruction"""
 
 
 class _Assembler:
     """Emits the instructions of formulas into the current program, a value's slot chosen by the
     caller where it has one (a node's own) so that no copy follows."""
 
-    def __init__(self, elaborated: ir.Elaborated, slots: dict[str, int], constants: dict[str, Any]) -> None:
-        self.elaborated, self.slots, self.constants = elaborated, slots, constants
+    def __init__(self, elaborated: ir.Elaborated, slots: dict[str, int], constants: dict[str, Any],
+                 opcodes: Mapping[str, int]) -> None:
+        self.elaborated, self.slots, self.constants, self.op = elaborated, slots, constants, opcodes
         self.env: list[float] = [0.0] * (max(slots.values(), default=-1) + 1)
         self.code: list[int] = []
         self.calls: list[Callable[[list[float]], Any]] = []
@@ -119,7 +120,7 @@ class _Assembler:
 
     def _into(self, part: _Operand, target: int) -> None:
         if not (part.varying and part.slot == target):
-            self._instruction(machine.MOVE, target, self._slot(part), 0)
+            self._instruction(self.op["MOVE"], target, self._slot(part), 0)
 
     def _emit(self, expr: ir.Expr, target: int | None = None) -> _Operand:
         """`expr` compiled: its value's slot (`target` if given and an instruction computes it), or
@@ -148,15 +149,15 @@ class _Assembler:
         out = self._temporary() if target is None else target
         if expr.op in _NATIVE and expr.op not in ("min", "max"):
             slots = [self._slot(p) for p in parts]
-            self._instruction(_NATIVE[expr.op], out, slots[0], slots[-1])
+            self._instruction(self.op[_NATIVE[expr.op]], out, slots[0], slots[-1])
         elif expr.op in ("min", "max"):  # folded pairwise from the left, as the vectorised evaluator does
             acc = self._slot(parts[0])
             for i, part in enumerate(parts[1:], start=2):
                 step = out if i == len(parts) else self._temporary()
-                self._instruction(_NATIVE[expr.op], step, acc, self._slot(part))
+                self._instruction(self.op[_NATIVE[expr.op]], step, acc, self._slot(part))
                 acc = step
         else:
-            self._instruction(machine.CALL, out, len(self.calls), 0)
+            self._instruction(self.op["CALL"], out, len(self.calls), 0)
             self.calls.append(_call(_function(expr.op, varying), parts))
         return _Operand(True, out, None)
 
@@ -166,9 +167,9 @@ class _Assembler:
         if not c.varying:
             return self._emit(then if c.value else other, target)
         out = self._temporary() if target is None else target
-        skip = self._instruction(machine.JUMP_IF_FALSE, 0, c.slot, -1)
+        skip = self._instruction(self.op["JUMP_IF_FALSE"], 0, c.slot, -1)
         self._into(self._emit(then, out), out)
-        done = self._instruction(machine.JUMP, 0, -1, 0)
+        done = self._instruction(self.op["JUMP"], 0, -1, 0)
         self.code[skip + 3] = len(self.code)
         self._into(self._emit(other, out), out)
         self.code[done + 2] = len(self.code)

@@ -512,6 +512,10 @@ MOVE: Final = 16
 JUMP: Final = 17
 JUMP_IF_FALSE: Final = 18
 CALL: Final = 19
+OPCODES = {"ADD": ADD, "SUB": SUB, "MUL": MUL, "DIV": DIV, "NEG": NEG, "LT": LT, "LE": LE, "GT": GT, "GE": GE, "EQ": EQ,
+           "NE": NE, "NOT": NOT, "AND": AND, "OR": OR, "MIN": MIN, "MAX": MAX, "MOVE": MOVE, "JUMP": JUMP,
+           "JUMP_IF_FALSE": JUMP_IF_FALSE, "CALL": CALL}
+"""the instructions by name, for the compiler of programs (`scalar.compile_programs`)"""
 
 
 def run_program(code: list[int], calls: list[Callable[[list[float]], Any]], env: list[float]) -> None:

@@ -34,7 +34,7 @@ MACHINES = [pytest.param(sim_engine, id="pure"), pytest.param(engine_module(), i
 def run(el: ir.Elaborated, nodes: list[str], slots: dict[str, int], constants: dict[str, Any],
         values: dict[int, float], machine: Any = sim_engine) -> list[float]:
     """`nodes` compiled into one program and run on an env whose `values` are set."""
-    (program,), env = compile_programs(el, [nodes], slots, constants)
+    (program,), env = compile_programs(el, [nodes], slots, constants, machine.OPCODES)
     for slot, value in values.items():
         env[slot] = value
     machine.run_program(program.code, program.calls, env)
@@ -118,7 +118,7 @@ def test_edge_cases_give_what_numpy_gives_and_never_raise(expr: ir.Op, x: float,
 def test_a_program_computes_only_the_branch_an_if_takes() -> None:
     """`if` jumps over the branch it does not take: a CALL there is never made."""
     el = _elaborated({"e": _node("e", op("if", op(">", ref("x"), ref("y")), op("log", ref("x")), ref("y")), ("x", "y"))})
-    (program,), env = compile_programs(el, [["e"]], {"x": 0, "y": 1, "e": 2}, {})
+    (program,), env = compile_programs(el, [["e"]], {"x": 0, "y": 1, "e": 2}, {}, sim_engine.OPCODES)
     made: list[float] = []
     calls = [lambda env, f=f: made.append(env[0]) or f(env) for f in program.calls]  # type: ignore[func-returns-value]
     env[0], env[1] = 1.0, 2.0
@@ -133,7 +133,7 @@ def test_a_search_is_not_compiled() -> None:
     search = op("largest", ref("t"), lit(1.0), lit(10.0), op("<", ref("t"), lit(5.0)))
     el = _elaborated({"s": _node("s", search, ("t",))})
     with pytest.raises(Unsupported):
-        compile_programs(el, [["s"]], {"t": 0, "s": 1}, {})
+        compile_programs(el, [["s"]], {"t": 0, "s": 1}, {}, sim_engine.OPCODES)
 
 
 def _node(name: str, expr: ir.Expr, deps: tuple[str, ...] = (), is_input: bool = False) -> ir.Node:
