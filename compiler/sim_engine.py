@@ -625,8 +625,8 @@ class ShapeTimer(Timer):
 
     A call rounds the contexts to 8 tokens: the key is (decodes, round(decode context / 8), prefill
     tokens, round(prefill context / 8)), each part below 2^32. A decode-only key seen before is its
-    kept time (in a list by decodes and context where both are below `decode_shape`'s, else in a
-    dict). Otherwise `env[0:5]` are set to the decodes, the decode context (key × 8), the prefill
+    kept time (in a row by decodes, indexed by context, where both are below `decode_shape`'s and
+    the rows so far leave room within `KEPT_ENTRIES`, else in a dict by the packed key). Otherwise `env[0:5]` are set to the decodes, the decode context (key × 8), the prefill
     tokens, the prefill tokens / `prompt_tokens` and the prefill context (key × 8); each group in
     order either restores its exports kept by its parts (packed into one integer, 32 bits a part;
     a tabulated group, from the row of its other parts, made by `tabulate` the first time, where
@@ -634,6 +634,8 @@ class ShapeTimer(Timer):
     keys a group, then it starts again); the time is `env[target]`. `evaluations` counts the keys
     computed. Compiled with the rest of this module, the keys, the lookups and the programs'
     arithmetic are native code."""
+
+    KEPT_ENTRIES: ClassVar[int] = 1 << 23  # 64 MiB of list slots at most for the decode-only rows
 
     def __init__(self, groups: list[ShapeGroup], env: list[float], target: int, prompt_tokens: float,
                  group_memo: int, decode_shape: tuple[int, int] = (0, 0)) -> None:
@@ -644,6 +646,7 @@ class ShapeTimer(Timer):
         self.group_memo = group_memo
         self.decodes_kept, self.contexts_kept = decode_shape
         self.kept: list[list[float]] = [[] for _ in range(self.decodes_kept)]  # by decodes, a row by context / 8 (-1: not yet)
+        self.kept_room = self.KEPT_ENTRIES  # entries the rows may still take
         self.memo: dict[int, float] = {}  # the other decode-only keys: decodes << 32 | context / 8
         self.evaluations = 0
 
@@ -662,9 +665,11 @@ class ShapeTimer(Timer):
         if p == 0 and q == 0:
             if d < self.decodes_kept and c < self.contexts_kept:
                 row = self.kept[d]
-                if not row:
+                if not row and self.kept_room >= self.contexts_kept:
                     row = [-1.0] * self.contexts_kept
                     self.kept[d] = row
+                    self.kept_room -= self.contexts_kept
+            if row:
                 found = row[c]
                 if found >= 0.0:
                     return found

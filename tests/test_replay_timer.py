@@ -172,3 +172,21 @@ def test_a_costly_group_is_tabulated_along_its_longest_part_and_gives_the_formul
     # a decode-only time is kept in the row of its decodes, by its context (no dict, no packed key)
     assert timer.shaped.memo == {} and timer.shaped.kept[40][125] == alone(lowered, timer, (40, 125, 0, 0))
     assert all(len(column) == LENGTHS[2] for row in gemm.rows.values() for column in row)
+
+
+def test_decode_only_rows_stay_within_their_room_and_the_rest_go_to_the_dict(lowered, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The rows of decode-only times take at most `KEPT_ENTRIES` slots (a long window times many
+    numbers of decodes would otherwise grow without bound); past that, the times are kept by
+    their packed keys, and every time is the formula's, bit for bit."""
+    from planc import sim_engine
+
+    monkeypatch.setattr(sim_engine.ShapeTimer, "KEPT_ENTRIES", 2 * LENGTHS[1])  # room for two rows
+    timer = _IterationTimer(lowered, "chat", 1000.0, LENGTHS)
+    groups = [sim_engine.ShapeGroup(g.start, g.stop, list(g.code), list(g.calls), list(g.parts), g.memo is not None,
+                                    list(g.exports), g.axis, g.tabulate) for g in timer.groups]
+    pure = sim_engine.ShapeTimer(groups, list(timer.shaped.env), timer.slots[timer.target], timer.prompt_tokens, 50,
+                                 (LENGTHS[0], LENGTHS[1]))
+    for d, c in [(40, 1000.0), (41, 1200.0), (42, 800.0), (40, 1008.0), (43, 64.0)]:
+        assert pure(d, c, 0, 0.0) == alone(lowered, timer, (d, round(c / 8), 0, 0)), (d, c)
+    assert [d for d, row in enumerate(pure.kept) if row] == [40, 41]
+    assert set(pure.memo) == {42 << 32 | 100, 43 << 32 | 8} and pure.kept_room == 0
