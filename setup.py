@@ -5,8 +5,8 @@ a build requirement) from a copy of `compiler/sim_engine.py` with one line added
 `SOURCE_SHA256 = "<hex>"`, the SHA-256 of the original file. `planc.simulate` runs the extension
 only while that stamp matches the installed `sim_engine.py`, so an edit made after the build (an
 editable install) falls back to the source rather than to stale code. With `PLAN_PURE_PYTHON=1`
-in the environment nothing is compiled: the package is pure Python and the simulator about 1.6
-times slower (bench/README.md, `simulate.py`). The same happens, with a warning, where it cannot be
+in the environment nothing is compiled: the package is pure Python and the simulator two to three
+times slower (the toy physics 2.1 times, a plan's own formula 3 times: bench/README.md, `simulate.py`). The same happens, with a warning, where it cannot be
 compiled (no C compiler, no Python headers): the extension is optional, so the install never
 fails for want of it.
 
