@@ -355,8 +355,8 @@ def _at_ranks(values: np.ndarray, weights: np.ndarray, first: int, last: int) ->
         j = int(np.searchsorted(cum, ((last + 1) / total + margin) * cum[-1], side="left"))
         below = values < sample[i] if i >= 0 else np.zeros(len(values), dtype=bool)
         inside = ~below & (values <= sample[j]) if j < len(sample) else ~below
-        offset = int(weights[below].sum())
-        if offset <= first and last < offset + int(weights[inside].sum()):
+        offset = weights[below].sum()
+        if offset <= first and last < offset + weights[inside].sum():
             values, weights = values[inside], weights[inside]
         else:
             offset = 0
