@@ -79,10 +79,12 @@ Cost: O(1) amortised Python work per iteration and per request, whatever the bat
 decoders' context sum is kept as sum(offset) + count · step; each decoder's finish is a known
 step (buckets keyed by step, stale entries skipped by an epoch count); a decoder opens a block
 every `kv_block_size` steps, so the decoders are counted by the residue of that step; the
-least-loaded replica is read off a bitmask per load level, not found by a scan. That loop lives in
-`sim_engine.py`, which the install compiles with mypyc (`engine_module()` says which one runs);
-the result is built from views of the iteration log, not copies. `bench/simulate.py` times one
-hour at 1,000 requests/s over 40 replicas.
+least-loaded replica is read off a bitmask per load level, not found by a scan; the next event is
+the root of a winner tree over the replicas' iteration ends. That loop lives in `sim_engine.py`,
+which the install compiles with mypyc (`engine_module()` says which one runs); the result is built
+from views of the iteration log (one buffer, grown in place), not copies, and the ITL percentiles
+sort only a bracket of the durations about each rank (`_at_ranks`). `bench/simulate.py` times one
+hour at 1,000 requests/s over 40 replicas, and the flagship's hour on its own physics.
 """
 
 from __future__ import annotations
