@@ -6,7 +6,6 @@ own iteration physics."""
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -212,28 +211,6 @@ def test_the_itl_tail_of_a_replica_that_rarely_prefills_is_a_decode_step_at_the_
     runs = [replay(c.lowered, "d", duration=4000, replicas=2, seed=seed) for seed in (3, 4, 5)]
     simulated = sorted(r.simulated["itl_p99"] for r in runs)[1]
     assert runs[0].analytic["itl_p99"] == pytest.approx(simulated, rel=0.15)
-
-
-def test_the_itl_tail_counts_the_prompts_that_arrive_together() -> None:
-    """The flagship's chat at its peak: about 0.46 prompts arrive per iteration, so of the
-    iterations that carry new prompts a fifth carry two or more, and at the ITL quantile (the 97th
-    percentile of those iterations) their sum, not one prompt, sets the prefill. One prompt's
-    quantile put the p99 inter-token latency 19 % under the simulated one; the Poisson count of
-    prompts (one, two, three and more, each sum a lognormal of its mean and variance) within 12 %
-    (docs/physics.md §7.7)."""
-    from planc.replay import replay
-
-    c = compile_plan(Path(__file__).parent.parent / "examples" / "100m_dau.plan")
-    assert c.lowered is not None
-    v = {k: float(x) for k, x in c.lowered.values.items() if k.startswith("chat.") and not isinstance(x, str)}  # type: ignore[arg-type]
-    n = v["chat.prompts_per_iteration"]
-    assert v["chat.itl_one_prompt"] + v["chat.itl_two_prompts"] + v["chat.itl_more_prompts"] == pytest.approx(1 - math.exp(-n))
-    sigma = float(c.lowered.values["chat_traffic.prompt_sigma"])  # type: ignore[arg-type]
-    one_prompt = v["chat.new_prompt_tokens"] * math.exp(sigma * statistics.NormalDist().inv_cdf(v["chat.itl_quantile"]) - sigma**2 / 2)
-    assert v["chat.itl_prompt_tokens"] > 1.1 * one_prompt  # two prompts at a time lift the quantile
-    runs = [replay(c.lowered, "chat", duration=1800, replicas=4, seed=seed) for seed in (0, 1, 2)]
-    simulated = sorted(r.simulated["itl_p99"] for r in runs)[1]
-    assert runs[0].analytic["itl_p99"] == pytest.approx(simulated, rel=0.12)
 
 
 def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: Path) -> None:
