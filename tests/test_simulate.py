@@ -148,9 +148,10 @@ def test_weighted_percentiles_of_many_values_sort_only_a_bracket_and_give_the_sa
 def test_the_event_order_is_the_heap_order_of_end_and_replica() -> None:
     """The loop's winner tree gives, after every update, the (end, replica) pair a heap of such
     tuples would pop first, ties in end going to the lower-numbered replica."""
+    from planc import sim_engine
     from planc.simulate import engine_module
 
-    for loop in {engine_module(), __import__("planc.sim_engine", fromlist=["_"])}:
+    for loop in {engine_module(), sim_engine}:
         rng = np.random.default_rng(3)
         tree, busy = loop._Tournament(11), {}
         for _ in range(5000):
