@@ -116,6 +116,68 @@ def test_poisson_quantile_vectorised_agrees_and_gives_nan_outside() -> None:
     assert np.isnan(bad).all()
 
 
+# ---- poisson_tail --------------------------------------------------------------------------
+
+
+def poisson_tail_reference(k: int, mean: float) -> float:
+    """P(N ≥ k) in 60-digit arithmetic, the series from whichever side is smaller."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        m = mpmath.mpf(mean)
+        term = lambda j: mpmath.e ** (-m) * m ** j / mpmath.factorial(j)  # noqa: E731
+        if k == 0:
+            return 1.0
+        if k > mean:
+            return float(mpmath.nsum(term, [k, mpmath.inf]))
+        return float(1 - mpmath.fsum(term(j) for j in range(k)))
+
+
+def test_poisson_tail_check_values() -> None:
+    from planc.builtins import poisson_tail
+
+    assert poisson_tail(3, 0.46) == pytest.approx(1 - math.exp(-0.46) * (1 + 0.46 + 0.46**2 / 2), rel=1e-14)
+    assert poisson_tail(1, 2.0) == pytest.approx(-math.expm1(-2.0), rel=1e-15)
+    assert poisson_tail(0, 5.0) == 1.0
+    assert poisson_tail(4, 0.0) == 0.0
+    # a small mean: the closed form 1 − e⁻ᵐ(1 + m + m²/2) has no digit left; the sum has them all
+    assert poisson_tail(3, 1e-4) == pytest.approx(1.6665416716665e-13, rel=1e-12)
+    assert poisson_tail(3, 1e-30) == pytest.approx(1e-90 / 6, rel=1e-12)
+
+
+@pytest.mark.parametrize(("k", "mean"), [(1, 1.0), (2, 0.5), (3, 0.02), (5, 5.0), (7, 2.5), (100, 90.0),
+                                         (100, 110.0), (1000, 1000.0), (3, 40.0), (40, 3.0)])
+def test_poisson_tail_matches_the_series(k: int, mean: float) -> None:
+    from planc.builtins import poisson_tail
+
+    assert poisson_tail(k, mean) == pytest.approx(poisson_tail_reference(k, mean), rel=1e-12)
+
+
+def test_poisson_tail_gives_the_mean_count_of_the_tail() -> None:
+    """E[N·1{N ≥ k}] = mean·P(N ≥ k − 1), the identity the ITL tail's count uses (docs/physics.md §7.7)."""
+    from planc.builtins import poisson_tail
+
+    mean, k = 0.8, 3
+    direct = sum(j * math.exp(-mean) * mean**j / math.factorial(j) for j in range(k, 60))
+    assert mean * poisson_tail(k - 1, mean) == pytest.approx(direct, rel=1e-13)
+
+
+def test_poisson_tail_vectorised_agrees_and_gives_nan_outside() -> None:
+    import numpy as np
+    from planc.builtins import poisson_tail, poisson_tail_many
+
+    ks = np.array([0.0, 1.0, 3.0, 3.0, 8.0, 50.0, 1e5, 2.0])
+    means = np.array([2.0, 0.0, 0.46, 1e-6, 8.0, 30.0, 1e5 + 400, 900.0])
+    got = poisson_tail_many(ks, means)
+    assert list(got) == [poisson_tail(float(k), float(m)) for k, m in zip(ks, means)]
+    assert float(poisson_tail_many(3.0, 0.46)) == poisson_tail(3, 0.46)  # a scalar in a vectorised evaluation
+    bad = poisson_tail_many(np.array([1.5, -1.0, 2.0, 2.0, np.nan]), np.array([1.0, 1.0, -1.0, 1e8, 1.0]))
+    assert np.isnan(bad).all()
+    for k, mean in ((1.5, 1.0), (-1.0, 1.0), (2.0, -1.0), (2.0, math.inf), (2.0, 1e8)):
+        with pytest.raises(ValueError):
+            poisson_tail(k, mean)
+
+
 def test_poisson_quantile_domain_errors() -> None:
     from planc.builtins import poisson_quantile
 
@@ -138,6 +200,7 @@ def test_every_function_is_in_every_evaluator_from_one_table() -> None:
     from planc.vector import _OPS
 
     args = {"erlang_c": (4.0, 3.0), "normal_cdf": (0.3,), "normal_quantile": (0.9,), "poisson_quantile": (0.99, 2.5),
+            "poisson_tail": (3.0, 0.46),
             "lognormal_mixture_quantile": (0.9, 0.6, 0.03, 0.8, 0.4, 0.12, 1.0), "min": (2.0, 3.0), "max": (2.0, 3.0), "ceil": (2.5,), "floor": (2.5,), "sqrt": (2.25,), "log": (2.0,),
             "exp": (0.5,), "abs": (-2.0,)}
     assert set(args) == set(FUNCTIONS)
