@@ -108,8 +108,9 @@ class Tables(SolverBase):
             grids = np.meshgrid(*[np.array([float(literal_value(p)) for p in axes[k]]) for k in nums], indexing="ij")
             fixed = {ir.node_id(*targets[k]): g.ravel() for k, g in zip(nums, grids)}
             live = [e for e in exprs if e is not None]
-            vals = evaluate_many(variant.elaborated, variant.values, fixed,
-                                 needed(variant.elaborated, live + [r.expr for r in variant.elaborated.requirements]) | set(fixed))
+            read = live + [r.expr for r in variant.elaborated.requirements]
+            vals = evaluate_many(variant.elaborated, variant.values, fixed, needed(variant.elaborated, read) | set(fixed),
+                                 keep={r for e in read for r in ir.refs(e)} | set(fixed))
             valid = valid_points(variant, vals, n)
             if not valid.all() and not self.sink.has_errors:  # as an exactly evaluated point would be
                 at = int(np.argmin(valid))
