@@ -213,6 +213,28 @@ def test_the_itl_tail_of_a_replica_that_rarely_prefills_is_a_decode_step_at_the_
     assert runs[0].analytic["itl_p99"] == pytest.approx(simulated, rel=0.15)
 
 
+@pytest.mark.parametrize(("example", "pool"), [("100m_dau", "chat"), ("mixed_precision_pools", "free_pool")])
+def test_the_itl_tail_counts_the_prompts_that_arrive_together(example: str, pool: str) -> None:
+    """At the ITL quantile an iteration carries the prompts that arrived during the iteration
+    before it: a Poisson count, given at least one, whose mean is the arrival rate times that
+    iteration's length, short after a decode-only iteration and long after one that carries
+    prefill, so prefills come in runs. One prompt's quantile put the flagship's p99 ITL 19 % and
+    the free pool's (W4A16, whose prefill runs at the BF16 rate) 47 % under the simulated ones;
+    the count, after either kind of iteration, within 8 % (docs/physics.md §7.7)."""
+    from planc.replay import replay
+
+    c = compile_plan(Path(__file__).parent.parent / "examples" / f"{example}.plan")
+    assert c.lowered is not None
+    v = {k: float(x) for k, x in c.lowered.values.items() if k.startswith(pool + ".") and not isinstance(x, str)}  # type: ignore[arg-type]
+    w, after_decode, after_prefill = (v[f"{pool}.{k}"] for k in ("itl_prefill_weight", "itl_after_decode", "itl_after_prefill"))
+    carrying = sum(v[f"{pool}.itl_{k}"] for k in ("one_prompt", "two_prompts", "more_after_decode", "more_after_prefill"))
+    assert carrying == pytest.approx((1 - w) * -math.expm1(-after_decode) + w * -math.expm1(-after_prefill))
+    assert after_prefill > 3 * after_decode  # a prefill iteration is the longer one
+    runs = [replay(c.lowered, pool, duration=1800, replicas=4, seed=seed) for seed in (0, 1, 2)]
+    simulated = sorted(r.simulated["itl_p99"] for r in runs)[1]
+    assert runs[0].analytic["itl_p99"] == pytest.approx(simulated, rel=0.08)
+
+
 def test_plan_simulate_prints_the_simulated_and_the_analytic_figures(tmp_path: Path) -> None:
     from click.testing import CliRunner
     from planc.cli import main
