@@ -121,25 +121,27 @@ def compile(plan_file: Path, output: Path | None, fmt: str | None, diag_fmt: str
 
         lay_out = standby(require_weasyprint, lay_out_here)
     progress(f"compiling {plan_file}")
-    drawn_plan = None
-    if fmt in ("html", "pdf"):  # the plan's figures: drawn in the levers' process while this one answers the questions
-        from .report.html import drawable_plan_figures
-
-        drawn_plan = drawable_plan_figures
-    result = compile_plan(plan_file, report=True, progress=progress, also=drawn_plan)
+    figured = fmt in ("html", "pdf")
+    if figured:  # the figures, drawn in the levers' process while this one answers the questions: the
+        from .jobs import Later  # plan's at once, the answers' when they are sent (matplotlib warm there)
+        from .report.html import (
+            answer_figure_data,
+            drawable_answer_figures_of,
+            drawable_plan_figures,
+            joined_figures,
+        )
+    result = compile_plan(plan_file, report=True, progress=progress,
+                          also=[drawable_plan_figures, Later(drawable_answer_figures_of)] if figured else [])
     show_diagnostics(result, diag_fmt)
     if not result.ok:  # no report: 2 for an invalid plan, 1 for a well-formed one the physics cannot meet
         sys.exit(result.exit_code)
-    from .jobs import ahead
     from .report.view import build_document
 
     drawn = None
-    if fmt in ("html", "pdf"):  # the answers' figures: drawn in a second process while this one writes the page
-        from .report.html import drawable_answer_figures, joined_figures
-
+    if figured:
         progress("drawing the figures")
-        answers_drawn = ahead(lambda: drawable_answer_figures(result))
-        plan_drawn = result.also or (lambda: drawable_plan_figures(result.lowered))
+        plan_drawn, submit_answers = result.also
+        answers_drawn = submit_answers(answer_figure_data(result))  # drawn there while this process writes the page
 
         def drawn() -> tuple[list[Any], str | None]:
             return joined_figures(plan_drawn(), answers_drawn())

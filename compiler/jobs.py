@@ -21,8 +21,18 @@ Contract
   of the two is busier (a plan with few questions leaves this process idle while the child is
   still on an earlier work). For a report the compile prices the levers, then (HTML, PDF) draws
   the plan's own figures and carries the input ranges through in one child while the questions
-  are answered; the CLI draws the answers' figures in another while the page is built, and
-  `plan simulate --seeds` makes its independent runs in one while this process makes the others.
+  are answered, then the answers' figures once it is sent them (a `Later`, below) while this
+  process builds the page; `plan simulate --seeds` makes its independent runs in one while this
+  process makes the others.
+
+- A work of `ahead_each` may be a `Later(work)`: a work whose input is known only after the child
+  has started (the answers to a plan's questions, say). Its getter is `submit(x) -> Callable[[],
+  R]`: `submit` sends `x` to the child at once, and the function it returns gives `work(x)`. The
+  child does it when it gets to it, in the state its earlier works left it in (matplotlib imported
+  and its fonts loaded by the plan's figures, for the answers' figures): that is what it is there
+  for, so it is never taken back, and this process waits for it; only when the child gives no
+  result (it raised, died, or `x` or the result would not pickle) is `work(x)` run here. A child
+  never sent its input ends when this process does. The CLI draws the answers' figures so.
 
 - `standby(warm, work) -> Callable[[X], R]` forks a child now that runs `warm()` at once (imports,
   say) while this process goes on, then waits for one input: the returned function sends it `x`
@@ -42,13 +52,33 @@ never asks for the result does not wait for it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
+import queue
+import threading
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 X = TypeVar("X")
+
+
+@dataclass(frozen=True)
+class Later(Generic[T]):
+    """A work of `ahead_each` whose input comes later: its getter is `submit(x)`, and the work is
+    called with x (`compile_plan` binds the lowered plan before it)."""
+
+    work: Callable[..., T]
+
+
+def _here(work: Callable[[], Any] | Later[Any]) -> Callable[..., Any]:
+    """A work's getter without a child: the work itself, or for a `Later`, `submit` that does it when asked."""
+    if isinstance(work, Later):
+        later = work.work
+        return lambda x: lambda: later(x)
+    return work
 
 
 def fork_workers() -> int:
@@ -72,19 +102,21 @@ def ahead(work: Callable[[], T]) -> Callable[[], T]:
     return result
 
 
-def ahead_each(works: Sequence[Callable[[], Any]]) -> list[Callable[[], Any]]:
+def ahead_each(works: Sequence[Callable[[], Any] | Later[Any]]) -> list[Callable[..., Any]]:
     if fork_workers() < 2 or not works:
-        return list(works)
+        return [_here(w) for w in works]
     try:
         context = multiprocessing.get_context("fork")
         receive, send = context.Pipe(duplex=False)
+        inbox, to_child = context.Pipe(duplex=False)  # the inputs of the `Later` works
         claims = context.RawArray("b", len(works))  # per work: 0 unclaimed, 1 the child's, 2 this process's
         lock = context.Lock()
-        child = context.Process(target=_run, args=(list(works), send, claims, lock), daemon=True)
+        child = context.Process(target=_run, args=(list(works), send, claims, lock, inbox, to_child), daemon=True)
         child.start()
     except (OSError, ValueError):  # no fork here, or no process to spare: do it when asked
-        return list(works)
+        return [_here(w) for w in works]
     send.close()  # this process keeps only the reading end, so a dead child reads as the end of the pipe
+    inbox.close()
     delivered: list[Any] = []  # the child's word on each work so far, in order (_AGAIN where it gave no result)
     taken: dict[int, Any] = {}  # the results of the works this process took back
 
@@ -100,18 +132,38 @@ def ahead_each(works: Sequence[Callable[[], Any]]) -> list[Callable[[], Any]]:
             receive.close()
             child.join()
 
-    def getter(index: int) -> Callable[[], Any]:
+    def getter(index: int) -> Callable[..., Any]:
+        work = works[index]
+        if isinstance(work, Later):
+            return submitter(index, work)
+
         def result() -> Any:
             if index in taken:
                 return taken[index]
             if len(delivered) <= index and _claim(claims, lock, index, _HERE):  # not started there: done here
-                taken[index] = works[index]()
+                taken[index] = work()
                 return taken[index]
             receive_up_to(index)
             value = delivered[index]
-            return works[index]() if value is _AGAIN else value
+            return work() if value is _AGAIN else value
 
         return result
+
+    def submitter(index: int, later: Later[Any]) -> Callable[[Any], Callable[[], Any]]:
+        def submit(x: Any) -> Callable[[], Any]:
+            try:
+                to_child.send((index, x))
+            except Exception:  # the child is gone, or `x` does not pickle (nothing was sent): the
+                to_child.close()  # child, waiting for it, reads the end of the pipe and gives no result
+
+            def result() -> Any:
+                receive_up_to(index)
+                value = delivered[index]
+                return later.work(x) if value is _AGAIN else value
+
+            return result
+
+        return submit
 
     return [getter(i) for i in range(len(works))]
 
@@ -170,15 +222,48 @@ def _claim(claims: Any, lock: Any, index: int, who: int) -> bool:
         return True
 
 
-def _run(works: list[Callable[[], Any]], send: Any, claims: Any, lock: Any) -> None:
+def _run(works: list[Callable[[], Any] | Later[Any]], send: Any, claims: Any, lock: Any, inbox: Any,
+         to_child: Any) -> None:
     """In the child: each work's result in turn, or word that there is none (the parent then
     runs that work itself, and so raises the same exception the child met), or that the parent
-    took it first."""
+    took it first. A `Later` work waits for its input (the inputs come tagged with their work's
+    index, in any order); the parent having ended without sending it, the child ends."""
+    to_child.close()  # the parent's end, copied by the fork: closed, so the parent's closing it ends the inputs
+    inputs: dict[int, Any] = {}
+    arrived = _reading(inbox) if any(isinstance(w, Later) for w in works) else None
     for index, work in enumerate(works):
-        if _claim(claims, lock, index, _CHILD):
+        if isinstance(work, Later):
+            while index not in inputs:
+                item = arrived.get() if arrived is not None else None
+                if item is None:  # the parent ended or sends no more, or sent something unreadable
+                    with contextlib.suppress(Exception):
+                        send.send(("failed", None))
+                    return
+                inputs[item[0]] = item[1]
+            _claim(claims, lock, index, _CHILD)
+            _deliver(send, functools.partial(work.work, inputs.pop(index)))
+        elif _claim(claims, lock, index, _CHILD):
             _deliver(send, work)
         else:
             send.send(("taken", None))
+
+
+def _reading(inbox: Any) -> queue.SimpleQueue[tuple[int, Any] | None]:
+    """In the child: the inputs of its `Later` works as they arrive, read by a thread from the
+    start, so that the parent's sending them never waits on the child (which may itself be
+    waiting to send a large result the parent has not read yet); None once there are no more."""
+    arrived: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            try:
+                arrived.put(inbox.recv())
+            except Exception:  # EOFError: the parent ended or sends no more
+                arrived.put(None)
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    return arrived
 
 
 def _deliver(send: Any, work: Callable[[], Any]) -> None:

@@ -11,7 +11,7 @@ requirement on derived quantities fails, E0408), 2 the plan is invalid.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from .semantics.lint import restated, unused
 from .semantics.resolve import Program, load_program
 
 if TYPE_CHECKING:  # the solver loads only for plans with questions or a summary
+    from .jobs import Later
     from .solve.answers import Answer, Choice, LeverAnswer, Sensitivity
 
 
@@ -39,7 +40,7 @@ class Compilation:
     # validation does not pay for the variants
     _levers: list[LeverAnswer] | Callable[[], list[LeverAnswer]] | None = None
     uncertainty: Any = None  # uncertainty.Uncertainty, when some input is given as a range
-    also: Callable[[], Any] | None = None  # what `compile_plan`'s `also` gives, started ahead
+    also: list[Callable[..., Any]] = field(default_factory=list)  # what `compile_plan`'s `also` gives, started ahead
     source: str = ""  # the plan's own text, for the report's appendix
     # what the stages built, for tools that index names (the language server), even when a
     # later stage found errors: the loaded program and the elaborated graph
@@ -75,15 +76,17 @@ class Compilation:
 
 def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path, str] | None = None,
                  report: bool = False, progress: Callable[[str], None] | None = None,
-                 also: Callable[[Lowered], Any] | None = None) -> Compilation:
+                 also: Sequence[Callable[[Lowered], Any] | Later[Any]] = ()) -> Compilation:
     """`texts`: real paths to text that stands in for those files on disk (the language
     server's unsaved buffers). `report`: a document will be rendered from the result, so the
     levers it prices start at once, in a second process when there is one, while the questions
     are answered (the same prices either way); after them there, `also` (more work the report
-    needs from the lowered plan alone, the CLI's figures of the plan; `Compilation.also` gives its
-    result) and the input ranges (`uncertainty`). What that process has not started when this one
-    needs it is done here (`jobs.ahead_each`). `progress` is told of a step that can take over a
-    second (the CLI prints it on a terminal)."""
+    needs, each given the lowered plan: the CLI's figures of the plan) and the input ranges
+    (`uncertainty`), then the `jobs.Later` works of `also`, whose work is given the lowered plan and
+    the input sent later (the answers' figures). `Compilation.also` gives their getters, in the
+    order of `also` (`jobs.ahead_each`'s). What that process has not started when this one needs it
+    is done here, but for a `Later`. `progress` is told of a step that can take over a second (the
+    CLI prints it on a terminal)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
     result = Compilation(shown)
@@ -102,9 +105,14 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
             # takes back what the child has not started when it needs it (the input ranges last: this
             # process does them when its questions end before the child's earlier work)
             ranged_ahead = report and ranged
-            extra = functools.partial(also, lowered) if report and also is not None and not sink.has_errors else None
+            from .jobs import Later
+
+            extra = [Later(functools.partial(w.work, lowered)) if isinstance(w, Later) else functools.partial(w, lowered)
+                     for w in also] if report and not sink.has_errors else []
+            now = [w for w in extra if not isinstance(w, Later)]
+            later = [w for w in extra if isinstance(w, Later)]
             ranges = functools.partial(_propagate, lowered)
-            ahead = ([extra] if extra is not None else []) + ([ranges] if ranged_ahead else [])
+            ahead = now + ([ranges] if ranged_ahead else []) + later
             started: list[Callable[[], Any]] = []
             if not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
@@ -115,9 +123,9 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
                 from .jobs import ahead_each
 
                 started = ahead_each(ahead)
-            if extra is not None:
-                result.also = started.pop(0)
-            uncertainty = started.pop(0) if ranged_ahead else ranges
+            got_now, got_later = started[:len(now)], started[len(started) - len(later):]
+            result.also = [got_later.pop(0) if isinstance(w, Later) else got_now.pop(0) for w in extra]
+            uncertainty = started[len(now)] if ranged_ahead else ranges
             if ranged and not sink.has_errors:
                 result.uncertainty = uncertainty()
             if not sink.has_errors:

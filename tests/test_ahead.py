@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from planc.jobs import ahead, ahead_each, cpu_cores, standby
+from planc.jobs import Later, ahead, ahead_each, cpu_cores, standby
 
 T = TypeVar("T")
 
@@ -127,6 +127,72 @@ def test_each_work_falls_back_on_its_own(tmp_path: Path) -> None:
     assert results[0] == -1  # ran again here
     assert results[1] != here  # the child went on after the failure
     assert results[2] == here and results[3] == here  # the child died: what it had not delivered runs here
+
+
+def _pid_and(x: object) -> tuple[int, object]:
+    return os.getpid(), x
+
+
+@needs_two
+def test_a_later_work_is_done_in_the_same_child_after_the_others_with_the_input_sent_after_it_started(
+        tmp_path: Path) -> None:
+    """The answers' figures: the child that drew the plan's (matplotlib warm there) is sent the
+    answers once they exist. The child is still busy when the input is sent, and the work is not
+    taken back: this process waits for the child."""
+    here = os.getpid()
+    release = tmp_path / "go"
+
+    def busy() -> int:
+        for _ in range(2000):
+            if release.exists():
+                break
+            time.sleep(0.005)
+        return os.getpid()
+
+    got_busy, submit = ahead_each([_marking(tmp_path / "m", busy), Later(_pid_and)])
+    _wait_for(tmp_path / "m")
+    result = submit("answers")
+    release.write_text("go")
+    child = got_busy()
+    assert child != here
+    assert result() == (child, "answers")
+
+
+@needs_two
+def test_a_large_input_and_a_large_result_unread_do_not_wait_on_each_other(tmp_path: Path) -> None:
+    """This process sends a Later's input before it reads the earlier work's result, and both are
+    larger than a pipe's buffer: the child reads its inputs as they come, so neither waits."""
+    big = "<svg/>" * 100_000
+    got_figures, submit = ahead_each([_marking(tmp_path / "m", lambda: (os.getpid(), big)), Later(_pid_and)])
+    _wait_for(tmp_path / "m")
+    time.sleep(0.05)  # the child is writing the result, which fills the pipe
+    result = submit(big)
+    pid, drawn = got_figures()
+    assert drawn == big and pid != os.getpid()
+    assert result() == (pid, big)
+
+
+@needs_two
+def test_a_later_work_falls_back_here_when_its_input_does_not_pickle_or_the_child_died(tmp_path: Path) -> None:
+    here = os.getpid()
+    got_first, submit = ahead_each([os.getpid, Later(lambda f: (os.getpid(), f()))])
+    assert submit(lambda: "not picklable")() == (here, "not picklable")
+    assert got_first() != here
+
+    def dies_there() -> int:
+        return os.getpid() if os.getpid() == here else os._exit(3)
+
+    got_dying, submit = ahead_each([_marking(tmp_path / "m", dies_there), Later(_pid_and)])
+    _wait_for(tmp_path / "m")
+    _wait_for_the_children()
+    assert submit(7)() == (here, 7)
+    assert got_dying() == here
+
+
+def test_a_later_work_with_one_process_is_done_here_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLAN_JOBS", "1")
+    got_first, submit = ahead_each([os.getpid, Later(_pid_and)])
+    assert submit(3)() == (os.getpid(), 3) and got_first() == os.getpid()
 
 
 def test_no_works_and_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -388,7 +454,7 @@ def test_a_compile_without_a_report_does_the_input_ranges_here(ranges_done_in: C
     from planc.pipeline import compile_plan
 
     result = compile_plan(Path(__file__).parent.parent / "examples" / "100m_dau.plan")  # `plan check`, the language server
-    assert ranges_done_in() == [os.getpid()] and result.uncertainty is not None and result.also is None
+    assert ranges_done_in() == [os.getpid()] and result.uncertainty is not None and result.also == []
 
 
 def test_a_report_without_questions_does_the_input_ranges_here_while_the_levers_are_priced(

@@ -32,6 +32,7 @@ Contract
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from ..semantics import ir
@@ -74,7 +75,7 @@ def build_figures(compilation: Any) -> list[Figure]:
 
 def plan_figures(lowered: Any) -> list[Figure]:
     """The figures the plan's kinds declare, drawn from the lowered plan alone (so they can be
-    drawn before the questions are answered: `jobs.ahead`). Names as drawn: `joined` makes them
+    drawn before the questions are answered: `jobs.ahead_each`). Names as drawn: `joined` makes them
     unique together with the answers' figures."""
     import matplotlib
 
@@ -84,6 +85,26 @@ def plan_figures(lowered: Any) -> list[Figure]:
         for declared in plan.el.figures:
             out += _drawn(_DECLARED[declared.name], plan, _Roles(declared))
     return out
+
+
+@dataclass(frozen=True)
+class AnswerData:
+    """What the answers' figures read of a compilation (`answer_figures` takes either): small and
+    picklable, so that a process forked before the questions were answered, which has the lowered
+    plan already, can be sent the rest and draw them (`answer_data`, `jobs.Later`)."""
+
+    lowered: Any
+    uncertainty: Any
+    sensitivities: list[Any]
+    answers: list[Any]
+
+
+def answer_data(compilation: Any, lowered: Any = None) -> AnswerData:
+    """The answers' figures' inputs, with `lowered` in place of the compilation's (None: to be sent)."""
+    return AnswerData(lowered, getattr(compilation, "uncertainty", None),
+                      list(getattr(compilation, "sensitivities", None) or [])[:1],
+                      [a for a in getattr(compilation, "answers", None) or []
+                       if getattr(a, "kind", None) == "search" and getattr(a, "pareto", None)])
 
 
 def answer_figures(compilation: Any) -> list[Figure]:

@@ -331,6 +331,23 @@ def drawable_answer_figures(compilation: Any) -> tuple[list[Any], str | None]:
         return [], (MATPLOTLIB_MISSING.format(detail=exc) if has_answer_figures(compilation) else None)
 
 
+def answer_figure_data(compilation: Any) -> Any:
+    """What `drawable_answer_figures_of` needs of a compilation besides its lowered plan: small and
+    picklable, for a process forked after lowering (`figures.answer_data`)."""
+    from .figures import answer_data
+
+    return answer_data(compilation)
+
+
+def drawable_answer_figures_of(lowered: Any, data: Any) -> tuple[list[Any], str | None]:
+    """`drawable_answer_figures` from `answer_figure_data`'s record and this process's lowered plan:
+    the CLI has them drawn in the process that drew the plan's figures (`jobs.Later`), where
+    matplotlib is imported and its fonts loaded already."""
+    import dataclasses
+
+    return drawable_answer_figures(dataclasses.replace(data, lowered=lowered))
+
+
 def joined_figures(plan: tuple[list[Any], str | None], answers: tuple[list[Any], str | None]
                    ) -> tuple[list[Any], str | None]:
     """The two parts as `drawable_figures` gives them: the figures, and why some are missing."""

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import diagnostics as dx
-from ..jobs import ahead_each
+from ..jobs import Later, ahead_each
 from ..lower import Lowered
 from ..semantics import ir
 from ..semantics.resolve import Program
@@ -39,7 +39,7 @@ __all__ = ["Answer", "AskAnswer", "Choice", "LeverAnswer", "Limit", "Sensitivity
 
 
 def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool = False,
-           progress: Callable[[str], None] | None = None, also_ahead: Sequence[Callable[[], Any]] = ()
+           progress: Callable[[str], None] | None = None, also_ahead: Sequence[Callable[[], Any] | Later[Any]] = ()
            ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]],
                       list[Callable[[], Any]]]:
     """`price_ahead`: a report will read the levers, so their pricing starts now, in a second
