@@ -169,7 +169,7 @@ def test_point_labels_do_not_overlap() -> None:
     from matplotlib.figure import Figure as MplFigure
     from planc.report.answer_figures import _label_points, _overlap
 
-    fig = MplFigure(figsize=(6.4, 3.6), layout="constrained")
+    fig = MplFigure(figsize=(6.4, 3.6))
     ax = fig.subplots()
     xs, ys = [28.8, 29.5, 35.8, 48.6, 74.3, 126.0, 39.7, 44.6], [24.0, 21.1, 13.2, 9.2, 7.2, 6.2, 16.4, 24.5]
     ax.plot(xs, ys, "o")
@@ -186,6 +186,40 @@ def test_point_labels_do_not_overlap() -> None:
         assert all(_overlap(box, other) == 0 for other in boxes[k + 1:])
     for x, y in ax.transData.transform(list(zip(xs, ys))):  # no label covers a point's centre
         assert not any(b.contains(x, y) for b in boxes)
+
+
+@needs_matplotlib
+@pytest.mark.parametrize("example", sorted(p.stem for p in (REPO / "examples").glob("*.plan")))
+def test_every_text_of_every_figure_of_every_example_lies_inside_it(example: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No layout engine places the figures: `chart._fit` sets the axes' margins from the font's
+    measures of the tick labels, axis labels, title and an outside legend. Every figure of every
+    example keeps all its text inside the canvas, with air to spare, as matplotlib itself measures
+    the drawn figure; and the axes keep most of the width and height."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from planc.report import answer_figures, chart, figures
+
+    measured: list[tuple[str, tuple[float, float, float, float], tuple[float, float]]] = []
+    finish = chart._finish
+
+    def measuring(fig: object, name: str, title: str, caption: str) -> Figure:
+        drawn = finish(fig, name, title, caption)
+        FigureCanvasAgg(fig)
+        box = fig.get_tightbbox(fig.canvas.get_renderer())  # type: ignore[attr-defined]
+        width, height = fig.get_size_inches()  # type: ignore[attr-defined]
+        axes = fig.axes[0].get_position()  # type: ignore[attr-defined]
+        measured.append((name, (box.x0 * 72, (width - box.x1) * 72, box.y0 * 72, (height - box.y1) * 72),
+                         (axes.width, axes.height)))
+        return drawn
+
+    monkeypatch.setattr(figures, "_finish", measuring)
+    monkeypatch.setattr(answer_figures, "_finish", measuring)
+    compilation = compile_plan(REPO / "examples" / f"{example}.plan")
+    assert compilation.ok
+    assert len(build_figures(compilation)) == len(measured) > 0
+    for name, (left, right, bottom, top), (axes_width, axes_height) in measured:
+        assert min(left, right, bottom, top) >= 1.0, f"{name}: text {left:.1f}, {right:.1f}, {bottom:.1f}, {top:.1f} pt from the edges"
+        assert max(left, right, bottom, top) <= 16.0, f"{name}: {left:.1f}, {right:.1f}, {bottom:.1f}, {top:.1f} pt of empty margin"
+        assert axes_width >= 0.45 and axes_height >= 0.6, name
 
 
 # ---- the contract between the physics and the figures (compiler/figure_roles.py) ----------

@@ -17,6 +17,7 @@ from .chart import (
     Figure,
     _axis_label,
     _finish,
+    _fit,
     _new,
     _q,
     _tx,
@@ -49,7 +50,7 @@ def _tornado(sensitivity: Any) -> Figure | None:
                     va="center", ha="left" if v >= 0 else "right", fontsize=7)
     ax.set_xlim(-span * 1.3 if (values < 0).any() else 0, span * 1.3 if (values > 0).any() else 0)
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("elasticity  d ln y / d ln x  (% change of the target per 1 % change of the input)")
+    ax.set_xlabel("elasticity  d ln y / d ln x\n(% change of the target per 1 % change of the input)")
     caption = (f"The {len(entries)} inputs {target} is most sensitive to, as elasticities: a bar of +0.5 means "
                f"1 % more of that input raises {target} by about 0.5 %, and a negative bar lowers it.")
     return _finish(fig, f"sensitivity-{slug(target)}", title, caption)
@@ -175,6 +176,7 @@ def _label_points(fig: Any, ax: Any, labels: list[tuple[tuple[float, float], str
     same data gives the same figure."""
     from matplotlib.transforms import Bbox
 
+    _fit(fig)  # the axes where they will be drawn
     fig.draw_without_rendering()
     px = fig.dpi / 72  # display pixels per point
 
