@@ -99,9 +99,11 @@ class AnswerData:
     answers: list[Any]
 
 
-def answer_data(compilation: Any, lowered: Any = None) -> AnswerData:
-    """The answers' figures' inputs, with `lowered` in place of the compilation's (None: to be sent)."""
-    return AnswerData(lowered, getattr(compilation, "uncertainty", None),
+def answer_data(compilation: Any) -> AnswerData:
+    """What of a compilation (or of such a record) the answers' figures draw: the input ranges, the
+    first sensitivity and the searches with a front; its lowered plan too (None in a record sent
+    to a process that has its own: `dataclasses.replace` puts that in)."""
+    return AnswerData(getattr(compilation, "lowered", None), getattr(compilation, "uncertainty", None),
                       list(getattr(compilation, "sensitivities", None) or [])[:1],
                       [a for a in getattr(compilation, "answers", None) or []
                        if getattr(a, "kind", None) == "search" and getattr(a, "pareto", None)])
@@ -110,22 +112,20 @@ def answer_data(compilation: Any, lowered: Any = None) -> AnswerData:
 def answer_figures(compilation: Any) -> list[Figure]:
     """The answers' figures: the input ranges, one tornado for the headline result (the first
     `summary` item; the report's tables give the elasticities of the others) and a Pareto
-    scatter for each search with a front."""
-    lowered = getattr(compilation, "lowered", None)
-    if lowered is None:
+    scatter for each search with a front (`answer_data` picks them)."""
+    data = answer_data(compilation)
+    if data.lowered is None:
         return []
     import matplotlib
 
     out: list[Figure] = []
     with matplotlib.rc_context(_RC):
-        uncertainty = getattr(compilation, "uncertainty", None)
-        if uncertainty is not None:
-            out += _drawn(_ranges, lowered, uncertainty)
-        for sensitivity in (getattr(compilation, "sensitivities", None) or [])[:1]:
+        if data.uncertainty is not None:
+            out += _drawn(_ranges, data.lowered, data.uncertainty)
+        for sensitivity in data.sensitivities:
             out += _drawn(_tornado, sensitivity)
-        for answer in getattr(compilation, "answers", None) or []:
-            if getattr(answer, "kind", None) == "search" and getattr(answer, "pareto", None):
-                out += _drawn(_pareto_scatter, answer)
+        for answer in data.answers:
+            out += _drawn(_pareto_scatter, answer)
     return out
 
 
@@ -142,11 +142,8 @@ def has_plan_figures(lowered: Any) -> bool:
 
 
 def has_answer_figures(compilation: Any) -> bool:
-    return getattr(compilation, "lowered", None) is not None and bool(
-        getattr(compilation, "uncertainty", None) is not None
-        or getattr(compilation, "sensitivities", None)
-        or any(getattr(a, "kind", None) == "search" and getattr(a, "pareto", None)
-               for a in getattr(compilation, "answers", None) or []))
+    data = answer_data(compilation)
+    return data.lowered is not None and bool(data.uncertainty is not None or data.sensitivities or data.answers)
 
 
 def _drawn(draw: Any, *args: Any) -> list[Figure]:

@@ -333,10 +333,12 @@ def drawable_answer_figures(compilation: Any) -> tuple[list[Any], str | None]:
 
 def answer_figure_data(compilation: Any) -> Any:
     """What `drawable_answer_figures_of` needs of a compilation besides its lowered plan: small and
-    picklable, for a process forked after lowering (`figures.answer_data`)."""
+    picklable, for a process forked after lowering (`figures.answer_data`, its plan left out)."""
+    import dataclasses
+
     from .figures import answer_data
 
-    return answer_data(compilation)
+    return dataclasses.replace(answer_data(compilation), lowered=None)
 
 
 def drawable_answer_figures_of(lowered: Any, data: Any) -> tuple[list[Any], str | None]:
