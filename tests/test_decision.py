@@ -105,7 +105,7 @@ def test_a_variants_breakdown_is_where_the_quantity_goes_not_its_variance(compil
     assert nodes[ttft.breakdown_of].field == "iteration_gpu_time"
 
 
-def test_the_tightest_margin_is_the_smallest_of_the_passing_checks(compiled: dict[str, Compilation]) -> None:
+def test_the_risks_name_the_tightest_check_and_the_one_a_search_makes_tight(compiled: dict[str, Compilation]) -> None:
     c = compiled["100m_dau"]
     assert c.lowered is not None
     doc = build_document(c)
@@ -113,11 +113,26 @@ def test_the_tightest_margin_is_the_smallest_of_the_passing_checks(compiled: dic
     for outcome, check in zip(c.lowered.checks, doc.checks):
         if outcome.holds and outcome.right:
             slack.append((float(outcome.right - outcome.left) / abs(float(outcome.right)), check.label))
-    assert slack
-    tightest = min(slack)
-    risk = doc.decision.risks[0].text
-    assert risk.startswith(f"The tightest margin is the check “{tightest[1]}”")
-    assert risk.endswith(f"{percent(tightest[0])} to spare.")
+    slack.sort()
+    # the TPOT check is the tightest because the batch is solved as the largest that meets it: one
+    # sequence more and `tpot <= tpot_slo` fails, and nothing else does
+    assert slack[0][1] == "TPOT SLO at the running batch, prefill chunks included"
+    _, parts = exact.search_bounds(c.lowered.elaborated, "chat.batch", c.lowered.values)
+    assert [" ".join(p[0].span.text.split()) for p in parts if p[1] is False] == ["tpot <= tpot_slo"]
+    first, second = (r.text for r in doc.decision.risks[:2])
+    assert first.startswith(f"Of the checks no search sets, the tightest is the check “{slack[1][1]}”")
+    assert first.endswith(f"{percent(slack[1][0])} to spare.")
+    assert second.startswith(f"The check “{slack[0][1]}” is tight by construction")
+    assert second.endswith(f"{percent(slack[0][0])} to spare, because chat.batch is the largest value at which it "
+                           "holds (a search of the plan sets it there).")
+
+
+def test_with_no_search_behind_it_the_tightest_check_is_named_alone(compiled: dict[str, Compilation]) -> None:
+    c = compiled["recommender"]
+    assert c.lowered is not None
+    risks = [r.text for r in build_document(c).decision.risks]
+    assert risks[0].startswith("The tightest margin is the check “ranking latency budget”")
+    assert not any("by construction" in r for r in risks)
 
 
 def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: dict[str, Compilation]) -> None:
@@ -130,6 +145,8 @@ def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: 
     assert opening == f"As declared, the plan gives chat.devices = {FIGURES['chat.devices']}, and all 4 of its checks pass."
     assert f"({search.evaluated} configurations, {search.feasible} of them meeting its constraints)" in first
     assert search.best_setting in first
+    # the winner's values are shown as every value of the document is, as the declared plan's are
+    assert search.best_setting == "weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens"
     # the declared plan (the engine's 8,192-token chunk) costs what the search's best does
     assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) is one of the best")
 
@@ -361,3 +378,25 @@ def test_a_blue_green_footprint_is_stated_only_for_a_fleet_of_one_deployment(com
     pools = build_document(compiled["mixed_precision_pools"])
     assert pools.decision.several and pools.decision.deploy
     assert "blue/green" not in " ".join(x.text for x in pools.decision.deploy)
+
+
+def test_a_search_setting_shows_its_numbers_as_the_document_does() -> None:
+    from fractions import Fraction
+
+    from compiler.solve.literals import label_of, setting_label
+    from compiler.source import SourceFile, Span
+    from compiler.syntax import ast
+
+    def number(written: str) -> ast.Number:
+        digits, *units = written.split()
+        span = Span(SourceFile("t.plan", written), 0, len(written))
+        unit_span = Span(span.file, written.index(units[0]), len(written)) if units else None
+        return ast.Number(span, digits, Fraction(digits.replace("_", "")), tuple(units), unit_span)
+
+    assert setting_label(number("8192  tokens")) == "8,192 tokens"
+    assert setting_label(number("8_192 tokens")) == "8,192 tokens"
+    assert setting_label(number("16384 tokens")) == "16,384 tokens"  # no digit rounded away
+    assert setting_label(number("0.75")) == "0.75"
+    assert setting_label(number("2e9 B")) == "2,000,000,000 B"
+    # a table row joins its values with ", ": there the number stays as written
+    assert label_of(number("8192 tokens")) == "8192 tokens"

@@ -296,11 +296,60 @@ def _risks(compilation: Compilation, b: Any, location: Any) -> tuple[Sentence, .
                     "input ranges: the assumptions the plan gives as ranges decide it.")
             out.append(Sentence(((text, ""),), "risk", "", location(check.span)))
     if margins:
-        slack, _, label, sides, check = min(margins, key=lambda m: (m[0], m[1]))
-        out.insert(0, Sentence((
-            (f"The tightest margin is the check “{label}”: ", ""), sides[0], (" against ", ""), sides[1],
-            (f", {percent(slack)} to spare.", "")), "risk", "", location(check.span)))
+        # a check that stops a solved `largest` is tight by construction: the search sets the
+        # quantity to the last value at which it holds. Say so, and name the tightest of the others.
+        stops = _search_stops(lowered)
+        margins.sort(key=lambda m: (m[0], m[1]))
+        set_by = [(m, stops[_comparison_key(m[4].expr)]) for m in margins if _comparison_key(m[4].expr) in stops]
+        free = [m for m in margins if _comparison_key(m[4].expr) not in stops]
+        tightest: list[Sentence] = []
+        for (slack, _, label, sides, check), node in set_by:
+            tightest.append(Sentence((
+                (f"The check “{label}” is tight by construction: ", ""), sides[0], (" against ", ""), sides[1],
+                (f", {percent(slack)} to spare, because {ir.shown(node)} is the largest value at which it holds "
+                 "(a search of the plan sets it there).", "")), "risk", "", location(check.span)))
+        if free:
+            slack, _, label, sides, check = free[0]
+            lead = "Of the checks no search sets, the tightest" if set_by else "The tightest margin"
+            tightest.insert(0, Sentence((
+                (f"{lead} is the check “{label}”: ", ""), sides[0], (" against ", ""), sides[1],
+                (f", {percent(slack)} to spare.", "")), "risk", "", location(check.span)))
+        out[:0] = tightest
     return tuple(out)
+
+
+def _comparison_key(expr: Any) -> tuple[str, str, str] | None:
+    """A comparison of two quantities as (op, left, right), written the one way (`a >= b` is `b <= a`)."""
+    if not isinstance(expr, ir.Op) or expr.op not in ("<", "<=", ">", ">="):
+        return None
+    left, right = (a.node if isinstance(a, ir.Ref) else None for a in expr.args)
+    if left is None or right is None:
+        return None
+    return (expr.op, left, right) if expr.op in ("<", "<=") else ({">": "<", ">=": "<="}[expr.op], right, left)
+
+
+def _search_stops(lowered: Any) -> dict[tuple[str, str, str] | None, str]:
+    """The comparisons that stop the plan's solved `largest` quantities behind its headline (each
+    fails one step beyond the answer), each with the quantity it stops."""
+    from ..solve.choices import choices, headline_node
+
+    headline = headline_node(lowered.elaborated)
+    out: dict[tuple[str, str, str] | None, str] = {}
+    for c in choices(lowered, headline) if headline else []:
+        if c.op != "largest":
+            continue
+        # the condition reads the search's trial copies (`chat@batch.tpot`: tpot at a trial batch);
+        # at the answer each is the plan's own quantity (`chat.tpot`, at batch = chat.batch)
+        instance, field = ir.field_ref(c.node)
+        trial = f"{instance}@{field}"
+
+        for part, (holds, *_) in zip(c.branches, c.values):
+            key = _comparison_key(part)
+            if holds is False and key is not None:
+                op, *sides = key
+                left, right = (f"{instance}.{ir.field_ref(n)[1]}" if ir.field_ref(n)[0] == trial else n for n in sides)
+                out.setdefault((op, left, right), c.node)
+    return out
 
 
 def _sides(outcome: Any, b: Any) -> tuple[tuple[str, str], tuple[str, str]] | None:

@@ -10,7 +10,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from ..semantics.units import DIMENSIONLESS
+from ..semantics.units import DIMENSIONLESS, format_number
 from ..syntax import ast
 
 
@@ -31,9 +31,24 @@ def static_label(key: str | None) -> str:
 
 
 def label_of(e: ast.Expr) -> str:
+    """How a table row names an axis value: as written (a row joins its values with `, `, so a
+    thousands separator would read as another value)."""
     if isinstance(e, ast.Number) and e.unit_span is None:
         return e.text + ("" if not e.units else " " + " ".join(e.units))
     return " ".join(e.span.text.split())
+
+
+def setting_label(e: ast.Expr) -> str:
+    """How a sentence names an axis value after `axis = `: a number as every value of the document is
+    shown (`8,192 tokens` for `8192 tokens` or `8_192 tokens`, every digit kept), its units as
+    written; any other expression as written."""
+    if isinstance(e, ast.Number) and not e.text.startswith("$"):
+        digits = format_number(float(e.value), sig=15)
+        if e.unit_span is None:
+            return digits + ("" if not e.units else " " + " ".join(e.units))
+        units = " ".join(e.span.text[e.span.text.index(e.text) + len(e.text):].split())
+        return digits + (" " + units if units else "")
+    return label_of(e)
 
 
 def range_size(lo: float, hi: float, step: str) -> int:

@@ -18,7 +18,7 @@ from ..semantics.units import DIMENSIONLESS
 from ..syntax import ast
 from .answers import TableAnswer
 from .base import SolverBase
-from .literals import is_neg_number, label_of, literal_value, static_label
+from .literals import is_neg_number, label_of, literal_value, setting_label, static_label
 
 PROGRESS_CONFIGURATIONS = 100_000
 """A search of this many configurations or more says so as it starts (about a second on 2 cores)."""
@@ -91,10 +91,10 @@ class Searches(SolverBase):
                       shape: tuple[int, ...], blocks: list[Any]) -> TableAnswer:
         import numpy as np
 
-        def parts(b: int, i: int) -> list[str]:
+        def parts(b: int, i: int, shown: Any = label_of) -> list[str]:
             static_combo = blocks[b][0]
             idx = np.unravel_index(i, shape) if shape else ()
-            return [label_of(e) for e in static_combo] + [label_of(pts[j]) for (_, pts), j in zip(numeric_axes, idx)]
+            return [shown(e) for e in static_combo] + [shown(pts[j]) for (_, pts), j in zip(numeric_axes, idx)]
 
         def label(b: int, i: int) -> str:
             return ", ".join(parts(b, i))
@@ -144,7 +144,7 @@ class Searches(SolverBase):
         table.declared = [(static_label(statics.get(ir.node_id(*t))), "") for t, _ in static_axes]
         table.declared += [("", n) if n in self.base.values else ("", "") for n, _ in numeric_axes]
         if ranked:
-            table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0])))
+            table.best_setting = ", ".join(f"{n} = {v}" for n, v in zip(axis_names, parts(*shown[0], shown=setting_label)))
         table.notes.append(f"{table.evaluated:,} configurations over {', '.join(axis_names)}; {len(meets):,} meet the constraints")
         if front:
             table.notes.append("Pareto front (" + ", ".join(p.label for p in plot_axes) + "): "
