@@ -90,6 +90,28 @@ def test_the_flagship_states_its_regime_sizing_and_memory(compiled: dict[str, Co
     assert text.count("A rolling update at the peak") == 1
 
 
+@pytest.mark.parametrize("example", [e.stem for e in EXAMPLES])
+def test_the_kv_alert_is_the_quantile_the_sentences_say_it_is(example: str, compiled: dict[str, Compilation]) -> None:
+    """The KV-growth and on-call sentences say the running batch passes the alert in only the
+    preemption target's share of iterations, and, where the batch is not held by the cache, that
+    the alert comes before the cache fills: both checked on the normal law the model uses."""
+    from statistics import NormalDist
+
+    c = compiled[example]
+    assert c.lowered is not None
+    v = {k: float(x) for k, x in c.lowered.values.items() if isinstance(x, (int, float, Fraction))}
+    text = " ".join(x.text for x in build_document(c).decision.findings)
+    for n in sorted({k.rsplit(".", 1)[0] for k in v if k.endswith(".kv_usage_alert") and "@" not in k}):
+        if v.get(f"{n}.reserve_full_context", 0.0):
+            continue
+        sd = max(v[f"{n}.kv_working_set_sd"], 1.0)
+        over = 1 - NormalDist().cdf((v[f"{n}.kv_usage_alert"] * v[f"{n}.kv_capacity_tokens"] - v[f"{n}.kv_working_set"]) / sd)
+        assert over == pytest.approx(v[f"{n}.preemption_target"], rel=1e-6), n
+        if v[f"{n}.preemption_probability"] < v[f"{n}.preemption_target"] / 2:
+            assert "before the cache fills" in text
+            assert v[f"{n}.kv_usage_alert"] < 1, n
+
+
 def test_a_variants_breakdown_is_where_the_quantity_goes_not_its_variance(compiled: dict[str, Compilation]) -> None:
     """A quantity computed by a `where` shows the breakdown of a sum in its variant; a sum of
     squared or cubed units (the TTFT's variance) is skipped: its shares say nothing of the time."""
