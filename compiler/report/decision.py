@@ -298,7 +298,7 @@ def _risks(compilation: Compilation, b: Any, location: Any) -> tuple[Sentence, .
     if margins:
         # a check that stops a solved `largest` is tight by construction: the search sets the
         # quantity to the last value at which it holds. Say so, and name the tightest of the others.
-        stops = _search_stops(lowered)
+        stops = _search_stops(getattr(compilation, "bindings", []))
         margins.sort(key=lambda m: (m[0], m[1]))
         set_by = [(m, stops[_comparison_key(m[4].expr)]) for m in margins if _comparison_key(m[4].expr) in stops]
         free = [m for m in margins if _comparison_key(m[4].expr) not in stops]
@@ -328,14 +328,11 @@ def _comparison_key(expr: Any) -> tuple[str, str, str] | None:
     return (expr.op, left, right) if expr.op in ("<", "<=") else ({">": "<", ">=": "<="}[expr.op], right, left)
 
 
-def _search_stops(lowered: Any) -> dict[tuple[str, str, str] | None, str]:
+def _search_stops(bindings: Any) -> dict[tuple[str, str, str] | None, str]:
     """The comparisons that stop the plan's solved `largest` quantities behind its headline (each
-    fails one step beyond the answer), each with the quantity it stops."""
-    from ..solve.choices import choices, headline_node
-
-    headline = headline_node(lowered.elaborated)
+    fails one step beyond the answer: the solver's `bindings`), each with the quantity it stops."""
     out: dict[tuple[str, str, str] | None, str] = {}
-    for c in choices(lowered, headline) if headline else []:
+    for c in bindings:
         if c.op != "largest":
             continue
         # the condition reads the search's trial copies (`chat@batch.tpot`: tpot at a trial batch);
