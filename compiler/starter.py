@@ -11,9 +11,12 @@ Contract
   parallelism and lists the main other knobs as comments with their defaults, descriptions and
   sources (read from the installed stdlib's `kinds/deployment.plan`, so they say what the
   compiler will use), two checks and a summary. The running batch is the engine model's result,
-  not set. The tensor-parallel degree is chosen by compiling: the smallest of 1, 2, 4, …, 64 at
-  which the plan compiles with exit 0 (the weights fit, a batch meets the SLOs, both checks hold)
-  and a replica runs at least 32 sequences, else the degree at which it runs the most.
+  not set. The tensor-parallel degree is chosen by compiling, as a capacity planner would: of 1,
+  2, 4, …, 64, the one at which the plan compiles with exit 0 (the weights fit, a batch meets the
+  SLOs, both checks hold) with the fewest devices, ties to the smaller degree. The fleet shrinks
+  as a wider replica leaves more room for KV, then grows as the all-reduces and the thinner
+  GEMMs cost more, so the degrees are tried in order until one after the best needs more devices
+  or fails. The degrees tried and their fleets are written in the choice's source.
   When no degree up to 64 works, `StarterProblem` says why, with the compiler's first error.
 - Nothing from the command line reaches the plan's text unchecked: stems are matched against
   the folder's files and the user count against a strict pattern.
@@ -31,7 +34,6 @@ from typing import Any
 from . import __version__
 
 TENSOR_PARALLEL = (1, 2, 4, 8, 16, 32, 64)
-ENOUGH_BATCH = 32  # a replica that runs this many sequences is past the degree where the weights crowd out the KV
 DEPLOYMENT, TRAFFIC = "chat", "chat_traffic"
 # the deployment's main knobs, listed in the starter at their defaults
 KNOBS = ("weights", "kv", "engine", "pipeline_parallel", "context", "memory_utilization", "utilization_target",
@@ -197,22 +199,25 @@ def starter(model_stem: str, hardware_stem: str, users: str = "1 M users") -> st
             # one name for every candidate: the parse cache keeps one entry, replaced each time
             return compile_plan(path, shown="<plan init>")
 
-        best: tuple[float, int] | None = None  # (running batch, tensor parallel)
+        best: tuple[float, int] | None = None  # (devices, tensor parallel)
+        tried: list[tuple[int, float]] = []  # each degree that compiled, with its fleet
         for tp in TENSOR_PARALLEL:
             probe = compiled(tp)
             if probe.exit_code != 0:
                 errors[tp] = next((x for x in probe.diagnostics if x.is_error), None)
+                if best is not None:
+                    break  # past the best: a wider replica fails (heads that do not divide, the SLOs)
                 continue
-            batch = float(probe.lowered.values[f"{DEPLOYMENT}.batch"])
-            if best is None or batch > best[0]:
-                best = (batch, tp)
-            if batch >= ENOUGH_BATCH:
-                break
+            devices = float(probe.lowered.values[f"{DEPLOYMENT}.devices"])
+            tried.append((tp, devices))
+            if best is not None and devices >= best[0]:
+                break  # past the bottom of the curve
+            best = (devices, tp)
         if best is not None:
-            tp = best[1]
-            how = (f"the smallest tensor-parallel degree at which a replica runs {ENOUGH_BATCH} sequences or more within the SLOs"
-                   if best[0] >= ENOUGH_BATCH else "the degree at which a replica runs the most sequences within the SLOs")
-            return _text(model, hardware, users, tp, how)
+            fleets = ", ".join(f"{tp}: {devices:,.0f}" for tp, devices in tried)
+            how = (f"of the tensor-parallel degrees tried, the one whose fleet is smallest within the SLOs "
+                   f"(devices at degree {fleets})")
+            return _text(model, hardware, users, best[1], how)
     # the problem at the largest degree the model's shape allows says most about why
     shaped = [tp for tp, e in errors.items() if e is not None and "must divide" not in e.message]
     why = f" (at tensor parallel {max(shaped)}: {errors[max(shaped)].message})" if shaped else ""

@@ -419,6 +419,34 @@ def test_every_catalog_model_gets_a_starter_that_compiles(tmp_path: Path) -> Non
     # (how long these compiles take is bench/compile_speed.py's to say: a timed test fails on a busy machine)
 
 
+def test_init_picks_the_degree_with_the_smallest_fleet(tmp_path: Path) -> None:
+    """The starter's tensor parallelism is the one whose fleet is smallest: half and twice the degree
+    need more devices (or do not compile), and the source names the fleets it compared. Qwen3-30B-A3B
+    on H100 is a case where the degree that first runs 32 sequences (1) is not the cheapest (2)."""
+    import re
+
+    from planc import starter
+    from planc.pipeline import compile_plan
+
+    text = starter.starter("qwen3-30b-a3b", "h100-sxm")
+    match = re.search(r"\n  tensor_parallel = (\d+) ", text)
+    assert match
+    chosen = int(match.group(1))
+
+    def devices(tp: int) -> float | None:
+        path = tmp_path / f"tp{tp}.plan"
+        path.write_text(text.replace(f"tensor_parallel = {chosen} ", f"tensor_parallel = {tp} "), encoding="utf-8")
+        result = compile_plan(path)
+        return float(result.lowered.values["chat.devices"]) if result.exit_code == 0 else None
+
+    fleet = devices(chosen)
+    assert fleet is not None and f"{chosen}: {fleet:,.0f}" in text
+    assert chosen == 2
+    for other in (chosen // 2, chosen * 2):
+        other_fleet = devices(other)
+        assert other_fleet is None or other_fleet > fleet, (other, other_fleet, fleet)
+
+
 def test_init_writes_a_commented_starter(tmp_path: Path) -> None:
     out = tmp_path / "my.plan"
     status, _, err = run("init", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--dau", "100M", "-o", str(out))
