@@ -80,6 +80,49 @@ def test_the_operating_point_is_the_fixed_point_of_littles_law(compile_text: Cal
     assert v["d.replica_request_rate"] * v["d.tpot"] * v["t.output_tokens"] == pytest.approx(v["d.batch"], rel=1e-9)
 
 
+def test_the_draft_model_drafts_for_the_decodes_and_prefills_the_chunk_once(compile_text: Callable[[str], Compilation]) -> None:
+    """With speculative decoding an iteration adds the draft model's work: γ decode steps over the
+    running sequences and the iteration's prompt chunk once, each at c of the target's time. An
+    iteration without prefill is Leviathan et al.'s step, (1 + γ·c) of the target's; the chunk is
+    not drafted γ times."""
+    v = values(compile_text(plan("chat", 0.6, "\n  draft_tokens = 4")))
+    d = "d."
+    gamma, c = v[d + "draft_tokens"], v[d + "draft_cost_ratio"]
+    step, mean = v[d + "step_time"], v[d + "mean_step_time"]
+    assert gamma == 4 and mean > step  # the iterations carry prompt chunks
+    assert v[d + "speculative_step_time"] == pytest.approx(mean + c * (gamma * step + (mean - step)), rel=1e-12)
+    assert v[d + "decode_tpot"] == pytest.approx(step * (1 + gamma * c) / v[d + "tokens_per_step"], rel=1e-12)
+    # without a draft, nothing is added
+    off = values(compile_text(plan("chat", 0.6)))
+    assert off["d.speculative_step_time"] == pytest.approx(off["d.mean_step_time"], rel=1e-15)
+
+
+def test_speculation_stops_paying_where_the_verified_positions_cost_more_than_they_save(
+        compile_text: Callable[[str], Compilation]) -> None:
+    """`speculation_limit` is the largest batch at which a decode token comes faster with the draft
+    than without: one sequence more and it does not; at one sequence the gain is Leviathan et al.'s
+    Theorem 3.8, (1 − α^(γ+1)) / ((1 − α)(γ·c + 1)), less what the extra verified positions cost
+    the step. Short sequences, so that the GEMMs, not the KV reads, make the step: the draft's
+    verified positions share a sequence's KV reads, and where those dominate speculation pays at
+    every batch."""
+    short = plan("chat", 0.6, "\n  max_num_seqs = 4096").replace("prompt_tokens = 1000 tokens", "prompt_tokens = 100 tokens")
+    short = short.replace("prompt_tokens_p99 = 6000 tokens", "prompt_tokens_p99 = 400 tokens")
+    c = compile_text(short.replace("output_tokens = 250 tokens", "output_tokens = 50 tokens")
+                     .replace("output_tokens_p99 = 1000 tokens", "output_tokens_p99 = 200 tokens"))
+    v = values(c)
+    d = "d."
+    alpha, gamma, cost = v[d + "acceptance_rate"], v[d + "speculation_probe"], v[d + "draft_cost_ratio"]
+    theorem = (1 - alpha ** (gamma + 1)) / ((1 - alpha) * (gamma * cost + 1))
+    assert theorem == pytest.approx(2.80, abs=0.005)
+    assert 0.97 * theorem < v[d + "speculative_gain_single"] <= theorem
+    limit = v[d + "speculation_limit"]
+    assert 1 < limit < v[d + "max_num_seqs"]
+    assert c.lowered is not None
+    gains = evaluate_many(c.lowered.elaborated, c.lowered.values, {"d.batch": np.array([limit, limit + 1])}, None)
+    at_limit, beyond = (float(x) for x in np.asarray(gains["d.speculative_gain"]).reshape(-1))
+    assert at_limit >= 1 > beyond
+
+
 def test_a_decoding_sequence_sees_the_batch_with_itself_in_it(compile_text: Callable[[str], Compilation]) -> None:
     """TPOT is timed at one more sequence than the mean running (E[N²]/E[N] for a Poisson number
     running; the simulator's check is in test_simulate.py), while the arrivals that load the
