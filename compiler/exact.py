@@ -169,7 +169,7 @@ def condition_parts(elaborated: ir.Elaborated, node_id: str, values: dict[str, V
     for n in ir.trial_nodes(elaborated, node_id):
         try:
             trial[n] = evaluate_node(elaborated, n, trial)
-        except EvalError:
+        except (EvalError, KeyError):  # no value, or it reads a trial node that has none
             trial.pop(n, None)
     rows = []
     for part in ir.conjuncts(elaborated, cond):
