@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import pytest
 from planc.pipeline import Compilation
 
 PLAN = '''import "models/{model}"
@@ -63,3 +64,17 @@ def test_a_value_out_of_its_own_range_stays_invalid_input(compile_text: Callable
     (error,) = _errors(c, "E0404")
     assert c.exit_code == 2 and not _errors(c, "E0408")
     assert "it fails at `memory_utilization <= 1`: 1.5 against 1" in error.notes
+
+
+@pytest.mark.parametrize("setting", ["draft_tokens = -2", "draft_cost_ratio = -0.1", "speculation_probe = 0",
+                                     "preemption_target = 0", "depreciation_life = 0 years", "sector_efficiency = 0",
+                                     "prefill_batch = -1"])
+def test_an_input_out_of_its_range_is_an_error_at_the_value_the_user_wrote(
+        compile_text: Callable[[str], Compilation], setting: str) -> None:
+    """Each of these once failed deep in the stdlib (a division by zero, a quantile of 0) at a
+    stdlib line; a requirement now puts the error on the user's value (found by setting every
+    input of the flagship's deployment to 0 and to -1)."""
+    c = compile_text(_plan(extra="\n  " + setting))
+    (error,) = _errors(c, "E0404")
+    assert c.exit_code == 2 and error.primary is not None
+    assert not error.primary.span.file.is_stdlib and error.primary.span.text == setting.split(" = ")[1]
