@@ -6,8 +6,9 @@ about the plan. Each is one of three things:
   (the physics and its wording live in the stdlib, beside the formulas they read);
 - a template over a search's answer record: its winner, and the declared configuration
   against it (the same objective, or how much the search's choice saves);
-- a template over the checks: those that fail, the tightest margin of those that pass, and a
-  check that holds at the plan's values but not over all of its input ranges.
+- a template over the checks: those that fail, the tightest margin of those that pass (a check
+  that stops a solved `largest` behind the headline is tight by construction, and said to be),
+  and a check that holds at the plan's values but not over all of its input ranges.
 Every number is a part that names the quantity it shows, so the templates link it to that
 quantity's derivation. Order is the plan's: instances as they
 were first reached, findings as their kinds declare them.
@@ -271,8 +272,8 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
 
 
 def _risks(compilation: Compilation, b: Any, location: Any) -> tuple[Sentence, ...]:
-    """The failed checks, the tightest margin of those that pass, and the checks that hold at the
-    plan's values but not over all of its input ranges."""
+    """The failed checks, the tightest margin of those that pass (those a search makes tight said
+    to be so), and the checks that hold at the plan's values but not over all of its input ranges."""
     lowered = compilation.lowered
     assert lowered is not None
     checks = list(zip(lowered.checks, lowered.elaborated.checks))
