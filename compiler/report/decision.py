@@ -301,8 +301,9 @@ def _risks(compilation: Compilation, b: Any, location: Any) -> tuple[Sentence, .
         # quantity to the last value at which it holds. Say so, and name the tightest of the others.
         stops = _search_stops(getattr(compilation, "bindings", []))
         margins.sort(key=lambda m: (m[0], m[1]))
-        set_by = [(m, stops[_comparison_key(m[4].expr)]) for m in margins if _comparison_key(m[4].expr) in stops]
-        free = [m for m in margins if _comparison_key(m[4].expr) not in stops]
+        setter = [stops.get(k) if (k := _comparison_key(m[4].expr)) is not None else None for m in margins]
+        set_by = [(m, node) for m, node in zip(margins, setter) if node is not None]
+        free = [m for m, node in zip(margins, setter) if node is None]
         tightest: list[Sentence] = []
         for (slack, _, label, sides, check), node in set_by:
             tightest.append(Sentence((
@@ -329,10 +330,10 @@ def _comparison_key(expr: Any) -> tuple[str, str, str] | None:
     return (expr.op, left, right) if expr.op in ("<", "<=") else ({">": "<", ">=": "<="}[expr.op], right, left)
 
 
-def _search_stops(bindings: Any) -> dict[tuple[str, str, str] | None, str]:
+def _search_stops(bindings: Any) -> dict[tuple[str, str, str], str]:
     """The comparisons that stop the plan's solved `largest` quantities behind its headline (each
     fails one step beyond the answer: the solver's `bindings`), each with the quantity it stops."""
-    out: dict[tuple[str, str, str] | None, str] = {}
+    out: dict[tuple[str, str, str], str] = {}
     for c in bindings:
         if c.op != "largest":
             continue
@@ -340,7 +341,6 @@ def _search_stops(bindings: Any) -> dict[tuple[str, str, str] | None, str]:
         # at the answer each is the plan's own quantity (`chat.tpot`, at batch = chat.batch)
         instance, field = ir.field_ref(c.node)
         trial = f"{instance}@{field}"
-
         for part, (holds, *_) in zip(c.branches, c.values):
             key = _comparison_key(part)
             if holds is False and key is not None:
