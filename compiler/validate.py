@@ -81,7 +81,7 @@ def engine_of(row: Row) -> str:
     if row["engine"] == "trtllm" and _TRTLLM_0_18.match(row["engine_version"]):
         return "trtllm_0_18"
     return ENGINES.get(row["engine"], "vllm")
-DTYPES = {"bf16", "fp16", "fp8", "fp4", "int8", "int4", "fp32"}
+DTYPES = {"bf16", "fp16", "fp8", "fp4", "int8", "int4", "int4_g32", "fp32"}
 _STEM = re.compile(r"^[a-z0-9][a-z0-9.\-]{0,60}$")
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)", re.M)
@@ -328,7 +328,7 @@ def _predict_one(row: Row) -> Prediction:
     prediction.arch = "MLA" if "m.kv_lora_rank" in values else "MoE" if experts > 1 else (
         "MHA" if values.get("m.kv_heads") == values.get("m.heads") else "GQA")
     w = row["weights"] or "bf16"
-    prediction.precision = "16-bit" if w in ("bf16", "fp16") else w
+    prediction.precision = "16-bit" if w in ("bf16", "fp16") else w.split("_")[0]  # a format's variants share its group
     return prediction
 
 

@@ -62,10 +62,11 @@ def test_the_running_batch_is_the_largest_that_meets_the_slos(compile_text: Call
     beyond, parts = search_bounds(c.lowered.elaborated, "d.batch", c.lowered.values)  # type: ignore[union-attr]
     assert beyond == v["d.batch"] + 1
     failing = [" ".join(p[0].span.text.split()) for p in parts if p[1] is False]
-    # one more sequence and the TPOT SLO breaks, and the KV cache with it (preemption above 1 % of
-    # the iterations): at 317 sequences both are within a sequence of their limits
-    assert failing == ["kv_admits", "tpot <= tpot_slo"]
-    assert v["d.tpot"] > 0.999 * v["d.tpot_slo"] and v["d.preemption_probability"] > 0.8 * v["d.preemption_target"]
+    # one more sequence and the KV cache fills in more than 1 % of the iterations (the preemption
+    # target): at 317 sequences it binds alone, the TPOT SLO 2 % short of its limit
+    assert failing == ["kv_admits"]
+    assert 0.97 * v["d.tpot_slo"] < v["d.tpot"] < 0.99 * v["d.tpot_slo"]
+    assert v["d.preemption_probability"] > 0.8 * v["d.preemption_target"]
 
 
 @pytest.mark.parametrize("extra", ["", "\n  draft_tokens = 4"])

@@ -126,7 +126,7 @@ def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) 
     full = values(compile_text(text, name="default.plan"))
     gaps = full["d.kernel_time"] + full["vllm.step_overhead"]
     paged = (full[WORST_ATTENTION] - v[WORST_ATTENTION])
-    assert full["d.tpot_worst"] == v["d.tpot_worst"] + gaps + paged
+    assert float(full["d.tpot_worst"]) == pytest.approx(float(v["d.tpot_worst"] + gaps + paged), rel=1e-12)  # the H100's cube-root norm: floats
     assert float(paged) == pytest.approx(float(v[WORST_ATTENTION]) * (1 / 0.81 - 1), rel=1e-9)
     assert float(v["d.gemm_weight_bytes"]) == pytest.approx(17.64e9, rel=1e-3)
     assert float(v["d.kv_bytes_per_device"]) == pytest.approx(51.0e9, rel=2e-3)

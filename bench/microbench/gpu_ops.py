@@ -20,9 +20,16 @@ each working set several times the L2 so that nothing is served from cache:
   number of (sequence, KV head) work units the kernel can spread over the SMs.
 - `launch`: per-kernel time of a CUDA graph of tiny kernels (the gap between kernels) and the CPU
   time of launching them eagerly.
+- `weight_only`: Llama-2-7B's layers as gpt-fast runs them at 1-8 rows: BF16 (cuBLAS), INT4 in
+  groups of 32 through tinygemm (`aten._weight_int4pack_mm`) and INT8 through `torch.compile`;
+  `weight_only_tuned`: the same compiled with gpt-fast's `coordinate_descent_tuning`, under which a
+  one-row matmul becomes a Triton multiply-and-reduce that fuses the INT8 conversion.
+
+On a part with less memory than the H200 a model's stack keeps the layers that fit, and its key
+says how many (`llama-3.1-70b/bf16/40layers`); Mixtral's rows record their `layers`.
 
 Nothing here is read by the compiler: the figures reach the stdlib only as constants whose
-`source` cites docs/measurements/h200.md, where the numbers of a run are written down.
+`source` cites docs/measurements/ (h200.md, h100.md), where the numbers of a run are written down.
 """
 from __future__ import annotations
 
@@ -141,6 +148,9 @@ def gemm_stack(model: str, dtype: str, max_m: int, layers_override: int = 0, ms:
     layers, h, *_, vocab = SHAPES[model]
     layers = layers_override or layers
     shapes = layer_shapes(model)
+    fit = layers_that_fit(sum(n * k for n, k in shapes) * (2 if dtype == "bf16" else 1), layers, share=0.9)
+    if fit < layers:  # a part with less memory runs the layers that fit, and the key says how many
+        layers = layers_override = fit
     weights: list[list[torch.Tensor]] = []
     scales: list[list[torch.Tensor]] = []
     for _ in range(layers):
@@ -250,8 +260,17 @@ def fp8_check() -> None:
     RESULTS["fp8_rel_error"] = float((y.double() - ref).norm() / ref.norm())
 
 
+def layers_that_fit(per_layer_bytes: int, layers: int, share: float = 0.8) -> int:
+    """As many of a model's layers as fit in share of the device's free memory (all of them on a large part)."""
+    if DRY:
+        return layers
+    free, _ = torch.cuda.mem_get_info()
+    return max(1, min(layers, int(share * free // per_layer_bytes)))
+
+
 def moe_stack() -> None:
     layers, h, inter, experts, top = (32, 4096, 14336, 8, 2) if not DRY else (2, 64, 128, 8, 2)  # Mixtral-8x7B config.json
+    layers = layers_that_fit(experts * 3 * h * inter * 2, layers)
     w13 = [torch.randn(experts, h, 2 * inter, dtype=BF16, device=DEV) * 0.02 for _ in range(layers)]
     w2 = [torch.randn(experts, inter, h, dtype=BF16, device=DEV) * 0.02 for _ in range(layers)]
     per_expert = (h * 2 * inter + inter * h) * 2
@@ -265,7 +284,7 @@ def moe_stack() -> None:
         a = torch.randn(m * top, h, dtype=BF16, device=DEV)
         b = torch.randn(m * top, inter, dtype=BF16, device=DEV)
         t = timed(partial(grouped_stack, w13, w2, a, b, offs))
-        rows.append({"m": m, "experts_touched": touched, "s": t, "touched_GB/s": touched * per_expert * layers / t / 1e9,
+        rows.append({"m": m, "layers": layers, "experts_touched": touched, "s": t, "touched_GB/s": touched * per_expert * layers / t / 1e9,
                      "TFLOP/s": 2 * m * top * (h * 2 * inter + inter * h) * layers / t / 1e12})
         print(f"  mixtral M={m}: {t * 1e3:.3f} ms, {touched} experts/layer, {rows[-1]['touched_GB/s']:.0f} GB/s", flush=True)
         RESULTS["moe_stack"] = rows
@@ -276,6 +295,121 @@ def grouped_stack(w13: list[torch.Tensor], w2: list[torch.Tensor], a: torch.Tens
     for l1, l2 in zip(w13, w2):
         torch._grouped_mm(a, l1, offs=offs, out_dtype=BF16)
         torch._grouped_mm(b, l2, offs=offs, out_dtype=BF16)
+
+
+WO_SHAPES = [(12288, 4096), (4096, 4096), (11008, 4096), (11008, 4096), (4096, 11008)]  # Llama-2-7B as gpt-fast's model.py
+# runs a layer: wqkv, wo, then w1, w3, w2 unfused (config.json: hidden 4096, intermediate 11008, 32 heads of 128, 32 layers)
+
+
+def int4_pack(w: torch.Tensor, group: int, inner_k_tiles: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """gpt-fast's int4 weight-only format (quantize.py, group_quantize_tensor and prepare_int4_weight_and_scales_and_zeros):
+    asymmetric 4-bit groups along K, packed for tinygemm, scales and zeros as [K/group, N, 2] BF16; and the weight it stands for."""
+    n, k = w.shape
+    wg = w.float().reshape(n, k // group, group)
+    mx, mn = wg.amax(-1, keepdim=True), wg.amin(-1, keepdim=True)
+    scale = (mx - mn).clamp(min=1e-6) / 15
+    zero = mn + scale * 8
+    q = ((wg - mn) / scale).round().clamp(0, 15).to(torch.int32).reshape(n, k)
+    packed = torch.ops.aten._convert_weight_to_int4pack((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), inner_k_tiles)
+    sz = torch.cat([scale.reshape(n, -1, 1), zero.reshape(n, -1, 1)], 2).transpose(0, 1).contiguous().to(BF16)
+    deq = ((q.reshape(n, k // group, group).float() - 8) * scale + zero).reshape(n, k).to(BF16)
+    return packed, sz, deq
+
+
+def int8_linear(x: torch.Tensor, w: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """gpt-fast's WeightOnlyInt8Linear.forward: the int8 weight converted in the GEMM's operand, then the row scales."""
+    return F.linear(x, w.to(dtype=x.dtype)) * s
+
+
+def int4_stack(ws: list[tuple[torch.Tensor, torch.Tensor]], xs: dict[int, torch.Tensor], group: int) -> None:
+    for packed, sz in ws:
+        torch.ops.aten._weight_int4pack_mm(xs[sz.shape[0] * group], packed, group, sz)
+
+
+def int8_stack(fn: Callable[..., torch.Tensor], ws: list[tuple[torch.Tensor, torch.Tensor]], xs: dict[int, torch.Tensor]) -> None:
+    for w, s in ws:
+        fn(xs[w.shape[1]], w, s)
+
+
+def bf16_stack(ws: list[torch.Tensor], xs: dict[int, torch.Tensor], fn: Callable[..., torch.Tensor] = F.linear) -> None:
+    for w in ws:
+        fn(xs[w.shape[1]], w)
+
+
+def bf16_linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return F.linear(x, w)
+
+
+def weight_only_tuned() -> None:
+    """As weight_only, with the Inductor setting gpt-fast's generate.py makes (coordinate_descent_tuning = True): at one
+    row Inductor then lowers a matmul to a Triton multiply-and-reduce, into which the int8 weight's conversion and scale
+    fuse. The BF16 GEMMs compiled the same way are gpt-fast's BF16 kernels at batch 1."""
+    weight_only(tuned=True)
+
+
+def weight_only(tuned: bool = False) -> None:
+    """Llama-2-7B's 32 layers of GEMMs at M rows as gpt-fast runs them: BF16 (cuBLAS), int8 weight-only (its
+    WeightOnlyInt8Linear compiled by torch.compile, as generate.py --compile does) and int4 weight-only, group 32
+    (tinygemm, aten._weight_int4pack_mm). Weight bytes over time: what the dequantising kernels stream."""
+    layers = 32 if not DRY else 2
+    shapes = WO_SHAPES if not DRY else [(256, 256), (128, 256)]
+    group = 32
+    gen_w = [[torch.randn(n, k, dtype=BF16, device=DEV) * 0.02 for n, k in shapes] for _ in range(layers)]
+    bf16 = [w for ws in gen_w for w in ws]
+    int8 = []
+    for w in bf16:
+        s = w.abs().amax(dim=1).float() / 127
+        int8.append(((w.float() / s[:, None]).round().clamp(-128, 127).to(torch.int8), s.to(BF16)))
+    rows: list[dict[str, Any]] = []
+    errors: dict[str, float] = {}
+    try:
+        int4 = []
+        for w in bf16:
+            packed, sz, _ = int4_pack(w, group)
+            int4.append((packed, sz))
+        x = torch.randn(4, shapes[0][1], dtype=BF16, device=DEV)
+        y = torch.ops.aten._weight_int4pack_mm(x, int4[0][0], group, int4[0][1])
+        ref = F.linear(x, int4_pack(bf16[0], group)[2])
+        errors["int4_vs_dequantised"] = float((y.float() - ref.float()).norm() / ref.float().norm())
+    except Exception as e:
+        int4 = []
+        errors["int4_failed"] = f"{type(e).__name__}: {e}"[:300]  # type: ignore[assignment]
+    compiled, compiled_bf16 = int8_linear, bf16_linear
+    if not DRY:
+        import torch._dynamo as dynamo
+        import torch._inductor.config as inductor_config
+        dynamo.config.automatic_dynamic_shapes = False
+        dynamo.config.cache_size_limit = 64
+        inductor_config.coordinate_descent_tuning = tuned
+        dynamo.reset()
+        compiled = torch.compile(int8_linear, fullgraph=True)
+        compiled_bf16 = torch.compile(bf16_linear, fullgraph=True)
+    x = torch.randn(4, shapes[0][1], dtype=BF16, device=DEV)
+    y8 = compiled(x, *int8[0])
+    ref8 = F.linear(x, (int8[0][0].float() * int8[0][1].float()[:, None]).to(BF16))
+    errors["int8_vs_dequantised"] = float((y8.float() - ref8.float()).norm() / ref8.float().norm())
+    RESULTS["weight_only_tuned_check" if tuned else "weight_only_check"] = errors
+    bytes_of = {"bf16": sum(w.nbytes for w in bf16), "int8": sum(w.nbytes + s.nbytes for w, s in int8),
+                "int4": sum(p.nbytes + z.nbytes for p, z in int4)}
+    t0 = time.time()
+    for m in ([1, 2] if tuned else [1, 2, 4, 8]) if not DRY else [1, 4]:
+        if time.time() - t0 > 150:  # each new M compiles the int8 kernels again: keep the lease short
+            break
+        xs = {k: torch.randn(m, k, dtype=BF16, device=DEV) for _, k in shapes}
+        bodies: dict[str, Callable[[], object]] = {"bf16": partial(bf16_stack, bf16, xs), "int8": partial(int8_stack, compiled, int8, xs)}
+        if tuned:
+            bodies["bf16"] = partial(bf16_stack, bf16, xs, compiled_bf16)
+        elif int4:
+            bodies["int4"] = partial(int4_stack, int4, xs, group)
+        for kind, body in bodies.items():
+            try:
+                t = timed(body)
+                rows.append({"kind": kind, "m": m, "layers": layers, "s": t, "bytes": bytes_of[kind], "GB/s": bytes_of[kind] / t / 1e9})
+                print(f"  llama-2-7b {kind} M={m}: {t * 1e3:.3f} ms = {bytes_of[kind] / t / 1e9:.0f} GB/s", flush=True)
+            except Exception as e:
+                rows.append({"kind": kind, "m": m, "error": f"{type(e).__name__}: {e}"[:300]})
+        RESULTS["weight_only_tuned" if tuned else "weight_only"] = rows
+        save()
 
 
 def attention_stack(q: torch.Tensor, ks: list[torch.Tensor], vs: list[torch.Tensor]) -> None:
@@ -363,7 +497,7 @@ def main() -> None:
             ("gemm_8b_fp8_tensor", lambda: gemm_stack("llama-3.1-8b", "fp8_tensor", 8192)),
             ("gemm_70b_fp8_tensor", lambda: gemm_stack("llama-3.1-70b", "fp8_tensor", 2048)),
             ("gemm_70b_bf16_half", lambda: gemm_stack("llama-3.1-70b", "bf16", 4096, layers_override=40)),
-            ("attention_sweep", attention_sweep)]
+            ("attention_sweep", attention_sweep), ("weight_only", weight_only), ("weight_only_tuned", weight_only_tuned)]
     for name, body in plan:
         if not only or name in only:
             section(name, body)
