@@ -89,13 +89,23 @@ def test_the_draft_model_drafts_for_the_decodes_and_prefills_the_chunk_once(comp
     v = values(compile_text(plan("chat", 0.6, "\n  draft_tokens = 4")))
     d = "d."
     gamma, c = v[d + "draft_tokens"], v[d + "draft_cost_ratio"]
-    step, mean = v[d + "step_time"], v[d + "mean_step_time"]
-    assert gamma == 4 and mean > step  # the iterations carry prompt chunks
-    assert v[d + "speculative_step_time"] == pytest.approx(mean + c * (gamma * step + (mean - step)), rel=1e-12)
-    assert v[d + "decode_tpot"] == pytest.approx(step * (1 + gamma * c) / v[d + "tokens_per_step"], rel=1e-12)
+    target, share = v[d + "target_step_time"], v[d + "prefill_share"]
+    mixed_target = v["d@mixed_step_time.iteration_time"]  # the target's iteration with the chunk
+    assert gamma == 4 and 0 < share < 1 and mixed_target > target  # the iterations carry prompt chunks
+    assert v[d + "step_time"] == pytest.approx(target * (1 + gamma * c), rel=1e-12)  # Leviathan's step
+    assert v[d + "mixed_step_time"] == pytest.approx(v[d + "step_time"] + (mixed_target - target) * (1 + c), rel=1e-12)
+    # the mean iteration: the target's mean T̄, γ draft steps over the decodes, the chunk drafted once
+    mean = (1 - share) * target + share * mixed_target
+    assert v[d + "mean_step_time"] == pytest.approx(mean + c * (gamma * target + (mean - target)), rel=1e-12)
+    assert v[d + "decode_tpot"] == pytest.approx(target * (1 + gamma * c) / v[d + "tokens_per_step"], rel=1e-12)
+    # the draft prefills every prompt token too: the prefill queue, the TTFT and a prefill pool see it
+    chunk = v[d + "prefill_cost_chunk"]
+    assert v[d + "prefill_token_time"] == pytest.approx((v["d@prefill_token_time.iteration_time"] - target) / chunk * (1 + c), rel=1e-12)
+    assert v[d + "prefill_time"] == pytest.approx(v[d + "prefill_chunks"] * v[d + "prefill_chunk_time"] * (1 + c), rel=1e-12)
     # without a draft, nothing is added
     off = values(compile_text(plan("chat", 0.6)))
-    assert off["d.speculative_step_time"] == pytest.approx(off["d.mean_step_time"], rel=1e-15)
+    assert off["d.step_time"] == off["d.target_step_time"] and off["d.draft_prefill_factor"] == 1
+    assert off["d.prefill_time"] == pytest.approx(off["d.prefill_chunks"] * off["d.prefill_chunk_time"], rel=1e-15)
 
 
 def test_speculation_stops_paying_where_the_verified_positions_cost_more_than_they_save(

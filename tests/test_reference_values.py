@@ -103,7 +103,7 @@ def test_traffic_chain_worked_example(compile_text: Callable[[str], Compilation]
     assert float(v["t.peak_output_tokens_per_s"]) == pytest.approx(8.68e6, rel=1e-3)
 
 
-WORST_ATTENTION = "d@tpot_worst@seen_step_time@step_time.decode_attention_time"  # the decode step of `tpot_worst`: every sequence at the full context
+WORST_ATTENTION = "d@tpot_worst@seen_step_time@target_step_time.decode_attention_time"  # the decode step of `tpot_worst`: every sequence at the full context
 
 
 def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) -> None:
