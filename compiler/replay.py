@@ -15,7 +15,8 @@ simulator's inputs from the plan's own values and runs `simulate.simulate`:
   (`_IterationTimer`).
 A deployment the simulator cannot serve as the plan states it (a token budget below
 `max_num_seqs`, which vLLM refuses too; no memory left for the KV cache; no traffic at the peak; an
-iteration time that is not a positive, finite time) raises `NotSimulable`, with what is wrong in the plan's terms
+iteration time that is not a positive, finite time; a policy the simulator does not run yet: speculative
+decoding, static batching, disaggregated prefill) raises `NotSimulable`, with what is wrong in the plan's terms
 and a help line; `plan simulate` prints both and exits 2.
 It returns the simulated summary and the analytic figures of the same operating point
 (`operating_batch`, `tpot_at_peak`, `ttft_at_peak`, `ttft_median_at_peak`, `itl_tail_at_peak`), so
@@ -34,7 +35,7 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +102,7 @@ def replay(lowered: Lowered, deployment: str, duration: float = 600.0, replicas:
                       for c, share in classes) if len(classes) > 1 else (),
         prompt_bins=histogram(lowered, traffic, "prompt"), output_bins=histogram(lowered, traffic, "output"),
     )
-    _check_simulable(deployment, value)
+    _check_simulable(deployment, value, lowered.elaborated.statics)
     engine = Engine(max_num_seqs=int(value("max_num_seqs")), token_budget=int(value("prefill_chunk")),
                     kv_capacity_tokens=int(value("kv_capacity_tokens")), kv_block_size=int(value("kv_block_size")))
     window = int(value("context")) // 8 + 2  # a context rounded to 8 tokens, the window's included
@@ -298,8 +299,9 @@ class NotSimulable(ValueError):
         self.message, self.help = message, help
 
 
-def _check_simulable(deployment: str, value: Callable[[str], float]) -> None:
-    """The engine settings the simulator takes, as the engine would take them."""
+def _check_simulable(deployment: str, value: Callable[[str], float], statics: Mapping[str, str]) -> None:
+    """The engine settings the simulator takes, as the engine would take them, and the policies it runs
+    (`statics`: the plan's literal booleans, `true` or `false` by field)."""
     seqs, budget = value("max_num_seqs"), value("prefill_chunk")
     capacity, block, rate = value("kv_capacity_tokens"), value("kv_block_size"), value("peak_replica_rate")
     problems = [
@@ -317,7 +319,20 @@ def _check_simulable(deployment: str, value: Callable[[str], float]) -> None:
          "the weights and activations leave no memory for the KV cache: see `plan compile`'s memory checks "
          "(fewer bytes per weight, more tensor parallelism, or an accelerator with more memory)"),
     ]
-    for ok, message, help in problems:
+    # what the simulator serves: continuous batching in one pool, each running sequence advancing one token an
+    # iteration by the target model alone; the analytic model also knows these policies, the simulator not yet
+    policies = [
+        (value("draft_tokens") == 0, f"`{deployment}.draft_tokens` = {value('draft_tokens'):g}: the simulator runs no "
+         "draft model and advances each sequence one token an iteration, so speculative decoding is not simulated",
+         "simulate the plan with `draft_tokens = 0`; its analytic figures count the draft (docs/physics.md §8)"),
+        (statics.get(f"{deployment}.static_batching") != "true", f"`{deployment}.static_batching` is true: the simulator's scheduler is "
+         "continuous batching", "simulate the plan with `static_batching = false`; its analytic figures are those of "
+         "static batches (docs/physics.md §7.3)"),
+        (statics.get(f"{deployment}.disaggregated") != "true", f"`{deployment}.disaggregated` is true: the simulator serves prefill and decode "
+         "on the same replicas", "simulate the plan with `disaggregated = false`; its analytic figures size the two "
+         "pools (docs/physics.md §6.4)"),
+    ]
+    for ok, message, help in problems + policies:
         if not ok:
             raise NotSimulable(message, help)
 

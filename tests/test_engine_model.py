@@ -325,6 +325,27 @@ def test_plan_simulate_refuses_an_engine_the_simulator_cannot_run_with_a_help_li
     assert "Traceback" not in result.output and "internal error" not in result.output
 
 
+@pytest.mark.parametrize(("extra", "said"), [
+    ("\n  draft_tokens = 4", "`d.draft_tokens` = 4: the simulator runs no draft model"),
+    ("\n  static_batching = true", "`d.static_batching` is true: the simulator's scheduler is continuous batching"),
+    ("\n  disaggregated = true", "`d.disaggregated` is true: the simulator serves prefill and decode on the same replicas"),
+])
+def test_plan_simulate_refuses_a_policy_it_does_not_run_rather_than_simulate_another(tmp_path: Path, extra: str, said: str) -> None:
+    """The analytic model knows speculative decoding, static batches and disaggregated pools; the
+    simulator serves continuous batching of one token a sequence an iteration, in one pool. It
+    says so, exit 2, instead of printing figures of another engine beside the plan's."""
+    from click.testing import CliRunner
+    from planc.cli import main
+
+    path = tmp_path / "p.plan"
+    path.write_text(plan("chat", 0.6, extra), encoding="utf-8")
+    assert compile_plan(path).ok
+    result = CliRunner().invoke(main, ["simulate", str(path), "--duration", "20"])
+    assert result.exit_code == 2, result.output
+    assert f"error: `d` cannot be simulated: {said}" in result.output
+    assert "= help: simulate the plan with" in result.output and "Traceback" not in result.output
+
+
 def _erlang_c(c: int, a: float) -> float:
     """Erlang C from its textbook sum (Kleinrock, Queueing Systems I, eq. 3.42), for small c."""
     top = a ** c / math.factorial(c) * c / (c - a)
