@@ -53,36 +53,44 @@ def fit(points: list[tuple[float, float, float]]) -> tuple[float, float]:
     return 1 / inverse, fixed
 
 
+def stack_points(runs: tuple[dict[str, Any], ...]) -> list[tuple[float, float, float]]:
+    """(bytes, GEMMs, seconds) of each measured model stack at M = 1 and of its output head alone; the
+    row-scaled FP8 kernel of this PyTorch build grounds nothing (see the pages) and is left out."""
+    points = []
+    for run in runs:
+        for key, rows in run["gemm_stack"].items():
+            if key.endswith("/fp8"):
+                continue
+            model, _, *layers = key.split("/")
+            gemms = 4 * (int(layers[0].removesuffix("layers")) if layers else LAYERS[model])
+            points += [(rows[0]["weight_bytes"], gemms, rows[0]["layers_s"]), (rows[0]["head_bytes"], 1, rows[0]["head_s"])]
+    return points
+
+
+LARGE_M = {"llama-3.1-8b/bf16": 8192, "llama-3.1-70b/bf16/40layers": 4096, "llama-3.1-8b/fp8_tensor": 8192,
+           "llama-3.1-70b/fp8_tensor": 2048}
+"""The stacks at large M whose rate over MAMF is a part's gemm_shape_efficiency: BF16 and FP8, 8B and 70B shapes."""
+
+
+def large_m_shares(runs: tuple[dict[str, Any], ...], mamf: dict[str, float]) -> list[float]:
+    return [row["layers_TFLOP/s"] / mamf["fp8" if "fp8" in key else "bf16"]
+            for run in runs for key, m in LARGE_M.items() for row in run["gemm_stack"].get(key, []) if row["m"] == m]
+
+
 def test_each_h200_kernel_constant_is_the_measured_figure(compile_text: Callable[[str], Compilation]) -> None:
     v = values(compile_text(PLAN.format(model="llama-3.1-8b", instance="llama_3_1_8b", weights="bf16", override="", **H200_PART)))
     # a GEMM streams its weights at the device's streaming bandwidth and costs a fixed time more:
     # isolated decode-shaped GEMMs (nine shapes, BF16 and FP8, M = 1 and 16) ...
     isolated = fit([(x["bytes"], 1, x["s"]) for x in RUN2["gemm_shapes"] if x["m"] in (1, 16)])
     # ... and the model stacks at M = 1 (each stack's GEMMs, and its output head alone)
-    stacks = []
-    for run in (RUN1, RUN2):
-        for key, rows in run["gemm_stack"].items():
-            if key.endswith("/fp8"):  # the row-scaled FP8 kernel of this PyTorch build grounds nothing (see the page)
-                continue
-            model, _, *layers = key.split("/")
-            gemms = 4 * (int(layers[0].removesuffix("layers")) if layers else LAYERS[model])
-            stacks += [(rows[0]["weight_bytes"], gemms, rows[0]["layers_s"]), (rows[0]["head_bytes"], 1, rows[0]["head_s"])]
-    whole = fit(stacks)
+    whole = fit(stack_points((RUN1, RUN2)))
     assert 4.0e12 < isolated[0] < 4.1e12 and 4.2e12 < whole[0] < 4.25e12  # 4.07 and 4.23 TB/s
     assert whole[0] == pytest.approx(RUN1["stream"]["read"]["GB/s"] * 1e9, rel=0.01)  # the read bandwidth itself
     gemm_latency = float(v["hx.gemm_latency"])
     assert gemm_latency == 3.7e-6
     assert min(isolated[1], whole[1]) < gemm_latency < max(isolated[1], whole[1])  # 3.64 and 3.82 µs
     # a layer's GEMMs at large M reach 0.82-0.85 of MAMF: BF16 (8B at 8,192 rows, 70B at 4,096) and FP8
-    mamf = {"bf16": 794.5, "fp8": 1453.4}
-    large = {"llama-3.1-8b/bf16": 8192, "llama-3.1-70b/bf16/40layers": 4096, "llama-3.1-8b/fp8_tensor": 8192,
-             "llama-3.1-70b/fp8_tensor": 2048}
-    shares = []
-    for key, m in large.items():
-        for run in (RUN1, RUN2):
-            for row in run["gemm_stack"].get(key, []):
-                if row["m"] == m:
-                    shares.append(row["layers_TFLOP/s"] / mamf["fp8" if "fp8" in key else "bf16"])
+    shares = large_m_shares((RUN1, RUN2), {"bf16": 794.5, "fp8": 1453.4})
     assert len(shares) == 5 and min(shares) > 0.82 and max(shares) < 0.86
     assert float(v["hx.gemm_shape_efficiency"]) == pytest.approx(float(np.mean(shares)), abs=0.01)
     # one small kernel of a CUDA graph: launch to completion
@@ -144,24 +152,13 @@ def test_each_h100_kernel_constant_is_the_measured_figure(compile_text: Callable
     v = values(compile_text(PLAN.format(model="llama-3.1-8b", instance="llama_3_1_8b", weights="bf16", override="", **H100_PART)))
     stream = float(v["hx.stream_bandwidth"])
     isolated = fit([(x["bytes"], 1, x["s"]) for x in H100["gemm_shapes"] if x["m"] in (1, 16)])
-    stacks = []
-    for key, rows in H100["gemm_stack"].items():
-        if key.endswith("/fp8"):
-            continue
-        model, _, *layers = key.split("/")
-        gemms = 4 * (int(layers[0].removesuffix("layers")) if layers else LAYERS[model])
-        stacks += [(rows[0]["weight_bytes"], gemms, rows[0]["layers_s"]), (rows[0]["head_bytes"], 1, rows[0]["head_s"])]
-    whole = fit(stacks)
+    whole = fit(stack_points((H100,)))
     # the GEMMs stream at the published BabelStream Triad the catalog keeps (2.99 and 2.97 TB/s against 2.97) ...
     assert isolated[0] == pytest.approx(stream, rel=0.01) and whole[0] == pytest.approx(stream, rel=0.01)
     # ... and each costs a fixed time more: 3.68 and 3.35 µs
     gemm_latency = float(v["hx.gemm_latency"])
     assert gemm_latency == 3.5e-6 and min(isolated[1], whole[1]) < gemm_latency < max(isolated[1], whole[1])
-    mamf = {"bf16": 794.5, "fp8": 1402.6}  # the catalog's published MAMF figures (stas00/ml-engineering)
-    large = {"llama-3.1-8b/bf16": 8192, "llama-3.1-70b/bf16/40layers": 4096, "llama-3.1-8b/fp8_tensor": 8192,
-             "llama-3.1-70b/fp8_tensor": 2048}
-    shares = [row["layers_TFLOP/s"] / mamf["fp8" if "fp8" in key else "bf16"]
-              for key, m in large.items() for row in H100["gemm_stack"][key] if row["m"] == m]
+    shares = large_m_shares((H100,), {"bf16": 794.5, "fp8": 1402.6})  # the catalog's published MAMF (stas00/ml-engineering)
     assert len(shares) == 4 and min(shares) > 0.85 and max(shares) < 0.87
     assert float(v["hx.gemm_shape_efficiency"]) == pytest.approx(float(np.mean(shares)), abs=0.01)
     assert float(v["hx.kernel_latency"]) == pytest.approx(H100["launch"]["graph_s_per_kernel"], abs=0.005e-6)
