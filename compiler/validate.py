@@ -81,7 +81,9 @@ def engine_of(row: Row) -> str:
     if row["engine"] == "trtllm" and _TRTLLM_0_18.match(row["engine_version"]):
         return "trtllm_0_18"
     return ENGINES.get(row["engine"], "vllm")
-DTYPES = {"bf16", "fp16", "fp8", "fp4", "int8", "int4", "int4_g32", "fp32"}
+DTYPES = {"bf16", "fp16", "fp8", "fp8_weight_only", "fp4", "int8", "int8_weight_only", "int4", "int4_g32", "fp32"}
+WEIGHT_ONLY = {"int8": "int8_weight_only", "fp8": "fp8_weight_only"}
+"""The catalog's W8A16 variant of each 8-bit format, for a row whose `compute` column is 16-bit."""
 _STEM = re.compile(r"^[a-z0-9][a-z0-9.\-]{0,60}$")
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)", re.M)
@@ -205,6 +207,17 @@ def kv_dtype(row: Row, weights: str) -> str:
     return "fp16" if weights == "fp16" else "bf16"
 
 
+def weights_dtype(row: Row) -> str:
+    """The catalog dtype of a row's weights: the stored format its `weights` column names, multiplied
+    as its `compute` column says. An 8-bit format multiplied in 16 bits is that format's weight-only
+    variant (W8A16: dequantised inside the GEMM, which runs at the activations' rate), not W8A8 —
+    gpt-fast's and torchao's int8 weight-only, for one (stdlib/kinds/dtype.plan)."""
+    weights = row["weights"] or "bf16"
+    if row["compute"] in ("bf16", "fp16") and weights in WEIGHT_ONLY:
+        return WEIGHT_ONLY[weights]
+    return weights
+
+
 def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, tuple[str, str]]) -> tuple[str | None, str]:
     """The plan that states the row's setup, or None and why it cannot be stated."""
     metric = row["metric"]
@@ -215,7 +228,7 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
         return None, f"model {model or '(none)'} is not in the catalog"
     if not _STEM.match(gpu) or gpu not in hardware:
         return None, f"accelerator {gpu or '(none)'} is not in the catalog"
-    weights = row["weights"] or "bf16"
+    weights = weights_dtype(row)
     kv = kv_dtype(row, weights)
     if weights not in DTYPES or kv not in DTYPES:
         return None, f"precision {weights}/{kv} is not a catalog dtype"

@@ -172,6 +172,37 @@ def test_a_blank_kv_is_the_checkpoints_and_engines_choice(fields: dict[str, str]
     assert v.kv_dtype(row, fields["weights"]) == kv
 
 
+@pytest.mark.parametrize(("weights", "compute", "dtype"), [
+    ("int8", "bf16", "int8_weight_only"),  # gpt-fast's and torchao's int8 weight-only: W8A16
+    ("fp8", "bf16", "fp8_weight_only"),  # torchao's float8 weight-only
+    ("int8", "int8", "int8"),  # SmoothQuant: W8A8
+    ("fp8", "fp8", "fp8"),
+    ("int4_g32", "bf16", "int4_g32"),  # a 4-bit format is weight-only already
+    ("", "", "bf16"),
+])
+def test_an_8_bit_format_multiplied_in_16_bits_is_its_weight_only_variant(weights: str, compute: str, dtype: str) -> None:
+    row = v.Row("r.csv", 2, {"weights": weights, "compute": compute})
+    assert v.weights_dtype(row) == dtype and dtype in v.DTYPES
+
+
+def test_gpt_fasts_int8_rows_are_scored_as_weight_only_gemms(tmp_path: Path) -> None:
+    """The rows state compute bf16: the plan they are scored with stores INT8 and multiplies in BF16, so
+    its GEMMs stream at the engine's weight-only share, not as W8A8 at the device's rate."""
+    from planc.pipeline import compile_plan
+
+    rows, _ = v.load_rows(ROWS)
+    [row] = [r for r in rows if r.id == "gptfast-llama-2-7b-a100-int8wo-tp1-b1"]
+    models, hardware = v._catalogs()
+    text, why = v.plan_text(row, models, hardware)
+    assert text is not None and "weights = int8_weight_only" in text, why
+    path = tmp_path / "p.plan"
+    path.write_text(text, encoding="utf-8")
+    values = compile_plan(path).lowered.values
+    assert values["d.weight_only_gemm"] is True
+    assert float(values["d.weight_bandwidth"]) == pytest.approx(float(values["pytorch.weight_only_bandwidth"]) * float(values["d.achieved_bandwidth"]))
+    assert float(values["dtype.int8_weight_only.bytes"]) == 1 and values["d.compute_flops"] == values["a100_80gb.peak_flops[bf16]"]
+
+
 def _closed_loop_row(metric: str, batch: int) -> v.Row:
     fields = dict.fromkeys(HEADER, "")
     fields.update({"id": f"loop-{metric}-c{batch}", "metric": metric, "value": "10", "unit": "ms",
