@@ -81,7 +81,7 @@ def engine_of(row: Row) -> str:
     if row["engine"] == "trtllm" and _TRTLLM_0_18.match(row["engine_version"]):
         return "trtllm_0_18"
     return ENGINES.get(row["engine"], "vllm")
-DTYPES = {"bf16", "fp16", "fp8", "fp8_weight_only", "fp4", "int8", "int8_weight_only", "int4", "int4_g32", "fp32"}
+DTYPES = {"bf16", "fp16", "fp8", "fp8_weight_only", "fp4", "int8", "int8_weight_only", "int4", "int4_g32", "int4_g64", "fp32"}
 WEIGHT_ONLY = {"int8": "int8_weight_only", "fp8": "fp8_weight_only"}
 """The catalog's W8A16 variant of each 8-bit format, for a row whose `compute` column is 16-bit."""
 _STEM = re.compile(r"^[a-z0-9][a-z0-9.\-]{0,60}$")
@@ -218,6 +218,15 @@ def weights_dtype(row: Row) -> str:
     return weights
 
 
+QUANTISED_HEAD = {"gpt-fast", "torchao"}
+"""Engines whose quantisation takes every linear layer, the output head too: gpt-fast's handlers
+replace every `nn.Linear` (github:pytorch-labs/gpt-fast@0055c42dfeb98f5c3e1a1ab8c2e4b3025f7d3f3a:
+quantize.py, `replace_linear_weight_only_int8_per_channel`, `replace_linear_int4`) and torchao's
+`quantize_` keeps its default filter, every `nn.Linear` (github:pytorch/ao@00109449b1ef7893aed692dd3dfe1f8e233bd989:
+torchao/_models/llama/generate.py). Their rows are planned with `embeddings` at the weights' format:
+the head streams at it (the embedding table, a lookup, stays 16-bit, which the plan's memory ignores)."""
+
+
 def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, tuple[str, str]]) -> tuple[str | None, str]:
     """The plan that states the row's setup, or None and why it cannot be stated."""
     metric = row["metric"]
@@ -269,7 +278,7 @@ deployment d {{
   traffic = t
   engine = {engine}
   weights = {weights}
-  embeddings = {activations if weights in ("bf16", "fp16") else "bf16"}
+  embeddings = {activations if weights in ("bf16", "fp16") else weights if row["engine"] in QUANTISED_HEAD else "bf16"}
   kv = {kv}
   activations = {activations}
   tensor_parallel = {tp}

@@ -178,6 +178,7 @@ def test_a_blank_kv_is_the_checkpoints_and_engines_choice(fields: dict[str, str]
     ("int8", "int8", "int8"),  # SmoothQuant: W8A8
     ("fp8", "fp8", "fp8"),
     ("int4_g32", "bf16", "int4_g32"),  # a 4-bit format is weight-only already
+    ("int4_g64", "bf16", "int4_g64"),
     ("", "", "bf16"),
 ])
 def test_an_8_bit_format_multiplied_in_16_bits_is_its_weight_only_variant(weights: str, compute: str, dtype: str) -> None:
@@ -195,12 +196,29 @@ def test_gpt_fasts_int8_rows_are_scored_as_weight_only_gemms(tmp_path: Path) -> 
     models, hardware = v._catalogs()
     text, why = v.plan_text(row, models, hardware)
     assert text is not None and "weights = int8_weight_only" in text, why
+    assert "embeddings = int8_weight_only" in text  # gpt-fast quantises every nn.Linear, the output head too
     path = tmp_path / "p.plan"
     path.write_text(text, encoding="utf-8")
     values = compile_plan(path).lowered.values
     assert values["d.weight_only_gemm"] is True
     assert float(values["d.weight_bandwidth"]) == pytest.approx(float(values["pytorch.weight_only_bandwidth"]) * float(values["d.achieved_bandwidth"]))
     assert float(values["dtype.int8_weight_only.bytes"]) == 1 and values["d.compute_flops"] == values["a100_80gb.peak_flops[bf16]"]
+
+
+def test_torchaos_int4wo_64_rows_are_tinygemms_group_64_format(tmp_path: Path) -> None:
+    """int4wo-64: 4 bits and a BF16 scale and zero per 64 weights, multiplied in BF16 as a weight-only GEMM."""
+    from planc.pipeline import compile_plan
+
+    rows, _ = v.load_rows(ROWS)
+    [row] = [r for r in rows if r.id == "torchao-llama-3.1-8b-h100-int4wo-b1"]
+    models, hardware = v._catalogs()
+    text, why = v.plan_text(row, models, hardware)
+    assert text is not None and "weights = int4_g64" in text and "prompt_tokens = 6 tokens" in text, why
+    path = tmp_path / "p.plan"
+    path.write_text(text, encoding="utf-8")
+    values = compile_plan(path).lowered.values
+    assert float(values["dtype.int4_g64.bytes"]) == 0.5625 == (4 + (16 + 16) / 64) / 8
+    assert values["d.weight_only_gemm"] is True
 
 
 def _closed_loop_row(metric: str, batch: int) -> v.Row:
