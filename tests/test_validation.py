@@ -186,20 +186,28 @@ def test_an_8_bit_format_multiplied_in_16_bits_is_its_weight_only_variant(weight
     assert v.weights_dtype(row) == dtype and dtype in v.DTYPES
 
 
-def test_gpt_fasts_int8_rows_are_scored_as_weight_only_gemms(tmp_path: Path) -> None:
-    """The rows state compute bf16: the plan they are scored with stores INT8 and multiplies in BF16, so
-    its GEMMs stream at the engine's weight-only share, not as W8A8 at the device's rate."""
+def _planned(tmp_path: Path, row_id: str) -> tuple[str, dict[str, object]]:
+    """The plan `plan validate` scores the published row `row_id` with, and its values."""
     from planc.pipeline import compile_plan
 
     rows, _ = v.load_rows(ROWS)
-    [row] = [r for r in rows if r.id == "gptfast-llama-2-7b-a100-int8wo-tp1-b1"]
+    [row] = [r for r in rows if r.id == row_id]
     models, hardware = v._catalogs()
     text, why = v.plan_text(row, models, hardware)
-    assert text is not None and "weights = int8_weight_only" in text, why
-    assert "embeddings = int8_weight_only" in text  # gpt-fast quantises every nn.Linear, the output head too
+    assert text is not None, why
     path = tmp_path / "p.plan"
     path.write_text(text, encoding="utf-8")
-    values = compile_plan(path).lowered.values
+    lowered = compile_plan(path).lowered
+    assert lowered is not None
+    return text, dict(lowered.values)
+
+
+def test_gpt_fasts_int8_rows_are_scored_as_weight_only_gemms(tmp_path: Path) -> None:
+    """The rows state compute bf16: the plan they are scored with stores INT8 and multiplies in BF16, so
+    its GEMMs stream at the engine's weight-only share, not as W8A8 at the device's rate."""
+    text, values = _planned(tmp_path, "gptfast-llama-2-7b-a100-int8wo-tp1-b1")
+    assert "weights = int8_weight_only" in text
+    assert "embeddings = int8_weight_only" in text  # gpt-fast quantises every nn.Linear, the output head too
     assert values["d.weight_only_gemm"] is True
     assert float(values["d.weight_bandwidth"]) == pytest.approx(float(values["pytorch.weight_only_bandwidth"]) * float(values["d.achieved_bandwidth"]))
     assert float(values["dtype.int8_weight_only.bytes"]) == 1 and values["d.compute_flops"] == values["a100_80gb.peak_flops[bf16]"]
@@ -207,16 +215,8 @@ def test_gpt_fasts_int8_rows_are_scored_as_weight_only_gemms(tmp_path: Path) -> 
 
 def test_torchaos_int4wo_64_rows_are_tinygemms_group_64_format(tmp_path: Path) -> None:
     """int4wo-64: 4 bits and a BF16 scale and zero per 64 weights, multiplied in BF16 as a weight-only GEMM."""
-    from planc.pipeline import compile_plan
-
-    rows, _ = v.load_rows(ROWS)
-    [row] = [r for r in rows if r.id == "torchao-llama-3.1-8b-h100-int4wo-b1"]
-    models, hardware = v._catalogs()
-    text, why = v.plan_text(row, models, hardware)
-    assert text is not None and "weights = int4_g64" in text and "prompt_tokens = 6 tokens" in text, why
-    path = tmp_path / "p.plan"
-    path.write_text(text, encoding="utf-8")
-    values = compile_plan(path).lowered.values
+    text, values = _planned(tmp_path, "torchao-llama-3.1-8b-h100-int4wo-b1")
+    assert "weights = int4_g64" in text and "prompt_tokens = 6 tokens" in text
     assert float(values["dtype.int4_g64.bytes"]) == 0.5625 == (4 + (16 + 16) / 64) / 8
     assert values["d.weight_only_gemm"] is True
 
