@@ -24,6 +24,11 @@ each working set several times the L2 so that nothing is served from cache:
   groups of 32 through tinygemm (`aten._weight_int4pack_mm`) and INT8 through `torch.compile`;
   `weight_only_tuned`: the same compiled with gpt-fast's `coordinate_descent_tuning`, under which a
   one-row matmul becomes a Triton multiply-and-reduce that fuses the INT8 conversion.
+- `decode_layers`: a whole decode step of Llama-3.1-8B's shapes in eager PyTorch operators (norms,
+  rotary, the cache write, GQA attention, SiLU-and-multiply, residual adds, the head and a greedy
+  sample) as one CUDA graph, against its GEMMs alone: what a layer costs beyond its weight GEMMs, and
+  the kernels it launches. Real engines' decode runs 10-25 % slower than the stacks of GEMMs predict
+  (docs/fidelity.md); this measures how much of that is the layer's other kernels.
 
 On a part with less memory than the H200 a model's stack keeps the layers that fit, and its key
 says how many (`llama-3.1-70b/bf16/40layers`); Mixtral's rows record their `layers`.
@@ -456,6 +461,81 @@ def attention_sweep() -> None:
     decode_attention(key="attention_sweep", backends=("flash",))
 
 
+def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """gpt-fast's rotary embedding on (B, heads, 1, d): the pairs of each head rotated by the position's angle."""
+    x1, x2 = x.float().unflatten(-1, (-1, 2)).unbind(-1)
+    return torch.stack((x1 * cos - x2 * sin, x2 * cos + x1 * sin), -1).flatten(-2).type_as(x)
+
+
+def decode_step(layers: list[dict[str, torch.Tensor]], head: torch.Tensor, norm: torch.Tensor, x: torch.Tensor,
+                caches: list[tuple[torch.Tensor, torch.Tensor]], pos: int, cos: torch.Tensor, sin: torch.Tensor,
+                shape: tuple[int, ...]) -> torch.Tensor:
+    """One decode iteration of a Llama layer stack as a PyTorch-native loop runs it without a compiler: per layer
+    an RMSNorm, the fused QKV GEMM, rotary on q and k, the cache write, attention over the cache (GQA), the O GEMM
+    and the residual add, an RMSNorm, the fused gate/up GEMM, SiLU-and-multiply, the down GEMM and the residual
+    add; then the final norm, the output head and a greedy sample."""
+    _, h, heads, kv, d, _, _ = shape
+    b = x.shape[0]
+    for w, (kc, vc) in zip(layers, caches):
+        qkv = F.linear(F.rms_norm(x, (h,), w["ln1"]), w["wqkv"])
+        q, k, v = qkv.split([heads * d, kv * d, kv * d], dim=-1)
+        q = rotary(q.view(b, heads, 1, d), cos, sin)
+        k = rotary(k.view(b, kv, 1, d), cos, sin)
+        kc[:, :, pos:pos + 1] = k
+        vc[:, :, pos:pos + 1] = v.view(b, kv, 1, d)
+        o = F.scaled_dot_product_attention(q, kc[:, :, :pos + 1], vc[:, :, :pos + 1], enable_gqa=True)
+        x = x + F.linear(o.reshape(b, heads * d), w["wo"])
+        gate, up = F.linear(F.rms_norm(x, (h,), w["ln2"]), w["w13"]).chunk(2, dim=-1)
+        x = x + F.linear(F.silu(gate) * up, w["w2"])
+    return F.linear(F.rms_norm(x, (h,), norm), head).argmax(dim=-1)
+
+
+def decode_layers() -> None:
+    """A whole decode step of Llama-3.1-8B's shapes, eager PyTorch operators replayed as one CUDA graph, against
+    the same step's GEMMs alone: what a layer costs beyond its weight GEMMs (norms, rotary, the cache write,
+    attention, the activation, the residual adds: the step's kernel_time and attention in the stdlib), and how
+    many kernels it launches (counted by the profiler on one eager call)."""
+    shape = SHAPES["llama-3.1-8b"]
+    n_layers, h, _, kv, d, _, vocab = shape
+    (nq, _), (_, ko), (n13, _), (_, k2) = layer_shapes("llama-3.1-8b")
+    layers = [{"ln1": torch.ones(h, dtype=BF16, device=DEV), "ln2": torch.ones(h, dtype=BF16, device=DEV),
+               "wqkv": torch.randn(nq, h, dtype=BF16, device=DEV) * 0.02, "wo": torch.randn(h, ko, dtype=BF16, device=DEV) * 0.02,
+               "w13": torch.randn(n13, h, dtype=BF16, device=DEV) * 0.02, "w2": torch.randn(h, k2, dtype=BF16, device=DEV) * 0.02}
+              for _ in range(n_layers)]
+    head = torch.randn(vocab, h, dtype=BF16, device=DEV) * 0.02
+    norm = torch.ones(h, dtype=BF16, device=DEV)
+    weight_bytes = sum(t.nbytes for w in layers for t in w.values()) + head.nbytes
+    rows = []
+    for b, ctx in [(1, 32), (2, 64)] if DRY else [(1, 1024), (1, 8192), (16, 1024), (64, 1024), (16, 8192)]:
+        caches = [(torch.randn(b, kv, ctx + 1, d, dtype=BF16, device=DEV), torch.randn(b, kv, ctx + 1, d, dtype=BF16, device=DEV))
+                  for _ in range(n_layers)]
+        x = torch.randn(b, h, dtype=BF16, device=DEV)
+        angle = torch.rand(d // 2, device=DEV)
+        step = partial(decode_step, layers, head, norm, x, caches, ctx, angle.cos(), angle.sin(), shape)
+        t_step = timed(step)
+        xs = {k: torch.randn(b, k, dtype=BF16, device=DEV) for _, k in layer_shapes("llama-3.1-8b")}
+        t_gemms = timed(partial(linear_stack, layer_shapes("llama-3.1-8b"), [[w["wqkv"], w["wo"], w["w13"], w["w2"]] for w in layers], xs))
+        t_head = timed(partial(F.linear, xs[h], head))
+        kernels = None
+        if not DRY:
+            from torch.profiler import ProfilerActivity, profile
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                step()
+                sync()
+            kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        kv_bytes = 2 * b * kv * (ctx + 1) * d * 2 * n_layers
+        rows.append({"batch": b, "context": ctx, "layers": n_layers, "step_s": t_step, "gemms_s": t_gemms, "head_s": t_head,
+                     "beyond_gemms_per_layer_s": (t_step - t_gemms - t_head) / n_layers, "kernels": kernels,
+                     "weight_bytes": weight_bytes, "kv_bytes": kv_bytes})
+        print(f"  decode step B={b} C={ctx}: {t_step * 1e3:.3f} ms; GEMMs {t_gemms * 1e3:.3f} + head {t_head * 1e3:.3f} ms; "
+              f"beyond them {rows[-1]['beyond_gemms_per_layer_s'] * 1e6:.1f} us/layer; kernels {kernels}", flush=True)
+        del caches
+        if not DRY:
+            torch.cuda.empty_cache()
+        RESULTS["decode_layers"] = rows
+        save()
+
+
 def tiny_kernels(x: torch.Tensor, n: int) -> None:
     for _ in range(n):
         x.add_(1.0)
@@ -498,7 +578,8 @@ def main() -> None:
             ("gemm_8b_fp8_tensor", lambda: gemm_stack("llama-3.1-8b", "fp8_tensor", 8192)),
             ("gemm_70b_fp8_tensor", lambda: gemm_stack("llama-3.1-70b", "fp8_tensor", 2048)),
             ("gemm_70b_bf16_half", lambda: gemm_stack("llama-3.1-70b", "bf16", 4096, layers_override=40)),
-            ("attention_sweep", attention_sweep), ("weight_only", weight_only), ("weight_only_tuned", weight_only_tuned)]
+            ("attention_sweep", attention_sweep), ("weight_only", weight_only), ("weight_only_tuned", weight_only_tuned),
+            ("decode_layers", decode_layers)]
     for name, body in plan:
         if not only or name in only:
             section(name, body)
