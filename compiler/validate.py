@@ -81,9 +81,16 @@ def engine_of(row: Row) -> str:
     if row["engine"] == "trtllm" and _TRTLLM_0_18.match(row["engine_version"]):
         return "trtllm_0_18"
     return ENGINES.get(row["engine"], "vllm")
-DTYPES = {"bf16", "fp16", "fp8", "fp8_weight_only", "fp4", "int8", "int8_weight_only", "int4", "int4_g32", "int4_g64", "fp32"}
-WEIGHT_ONLY = {"int8": "int8_weight_only", "fp8": "fp8_weight_only"}
-"""The catalog's W8A16 variant of each 8-bit format, for a row whose `compute` column is 16-bit."""
+
+
+@functools.cache
+def dtypes() -> frozenset[str]:
+    """The numeric formats the stdlib's `dtype` enum declares (stdlib/kinds/dtype.plan), each member a
+    line `name { bytes = …; compute = … }`."""
+    text = resources.files("planc.stdlib").joinpath("kinds", "dtype.plan").read_text(encoding="utf-8")
+    return frozenset(re.findall(r"^\s+([a-z_][a-z0-9_]*)\s*\{\s*bytes\b", text, re.M))
+
+
 _STEM = re.compile(r"^[a-z0-9][a-z0-9.\-]{0,60}$")
 _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)", re.M)
@@ -211,11 +218,11 @@ def weights_dtype(row: Row) -> str:
     """The catalog dtype of a row's weights: the stored format its `weights` column names, multiplied
     as its `compute` column says. An 8-bit format multiplied in 16 bits is that format's weight-only
     variant (W8A16: dequantised inside the GEMM, which runs at the activations' rate), not W8A8 —
-    gpt-fast's and torchao's int8 weight-only, for one (stdlib/kinds/dtype.plan)."""
+    gpt-fast's and torchao's int8 weight-only, for one: the catalog's `<format>_weight_only`
+    (stdlib/kinds/dtype.plan)."""
     weights = row["weights"] or "bf16"
-    if row["compute"] in ("bf16", "fp16") and weights in WEIGHT_ONLY:
-        return WEIGHT_ONLY[weights]
-    return weights
+    weight_only = f"{weights}_weight_only"
+    return weight_only if row["compute"] in ("bf16", "fp16") and weight_only in dtypes() else weights
 
 
 QUANTISED_HEAD = {"gpt-fast", "torchao"}
@@ -239,7 +246,7 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
         return None, f"accelerator {gpu or '(none)'} is not in the catalog"
     weights = weights_dtype(row)
     kv = kv_dtype(row, weights)
-    if weights not in DTYPES or kv not in DTYPES:
+    if weights not in dtypes() or kv not in dtypes():
         return None, f"precision {weights}/{kv} is not a catalog dtype"
     tp, pp, batch = _count(row["tp"], 1), _count(row["pp"], 1), _count(row["batch"], 1)
     ep = _count(row["ep"], tp)

@@ -183,7 +183,13 @@ def test_a_blank_kv_is_the_checkpoints_and_engines_choice(fields: dict[str, str]
 ])
 def test_an_8_bit_format_multiplied_in_16_bits_is_its_weight_only_variant(weights: str, compute: str, dtype: str) -> None:
     row = v.Row("r.csv", 2, {"weights": weights, "compute": compute})
-    assert v.weights_dtype(row) == dtype and dtype in v.DTYPES
+    assert v.weights_dtype(row) == dtype and dtype in v.dtypes()
+
+
+def test_the_formats_a_row_may_name_are_the_stdlibs_dtypes() -> None:
+    assert v.dtypes() >= {"bf16", "fp16", "fp32", "fp8", "fp8_block", "fp8_weight_only", "int8", "int8_weight_only",
+                          "fp4", "int4", "int4_g32", "int4_g64"}
+    assert not v.dtypes() & {"dtype", "bytes", "compute"}
 
 
 def _planned(tmp_path: Path, row_id: str) -> tuple[str, dict[str, object]]:
