@@ -230,8 +230,10 @@ def _vllm(d: _Deployment, model: str, hardware: str) -> tuple[Flag, ...]:
     out = [_named(c["tensor_parallel"], "--tensor-parallel-size"), _named(c["pipeline_parallel"], "--pipeline-parallel-size")]
     if _moe(d, model):
         ep = c["expert_parallel"]
+        tp = c["tensor_parallel"].value
+        whole = "" if ep.value == tp else f" (vLLM has no smaller expert-parallel group: it runs {tp}, not {ep.value})"
         out.append(Flag("--enable-expert-parallel", None, ep.quantity, ep.quantities,
-                        f"expert_parallel {ep.value}: vLLM spreads the experts over the tensor- and data-parallel ranks"))
+                        f"expert_parallel {ep.value}: vLLM puts whole experts on each tensor-parallel rank{whole}"))
     mu = d.id("memory_utilization")
     out += [_named(c["batch"], "--max-num-seqs", BATCH_NOTE),
             _named(c["prefill_chunk"], "--max-num-batched-tokens"),

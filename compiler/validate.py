@@ -249,7 +249,7 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
     if weights not in dtypes() or kv not in dtypes():
         return None, f"precision {weights}/{kv} is not a catalog dtype"
     tp, pp, batch = _count(row["tp"], 1), _count(row["pp"], 1), _count(row["batch"], 1)
-    ep = _count(row["ep"], tp)
+    ep = _count(row["ep"], 1)  # unstated: the engines' default, every expert sliced over the TP group
     prompt, output, context = row["input_tokens"], row["output_tokens"], row["context"]
     if tp is None or pp is None or ep is None or batch is None or not all(_NUMBER.match(x) for x in (prompt or "1", output or "1", context or "1")):
         return None, "parallelism, batch or lengths are not whole numbers"

@@ -213,3 +213,27 @@ def test_a_kernel_constant_out_of_range_is_an_error_at_the_users_line(compile_te
     [error] = [d for d in c.diagnostics if d.is_error]
     assert error.code == "E0404" and error.primary is not None
     assert error.primary.span.text == text and not error.primary.span.file.is_stdlib
+
+
+def test_the_grouped_expert_gemms_are_recorded_as_the_pages_say() -> None:
+    """The figures docs/measurements/ gives for PyTorch's grouped GEMM on Mixtral-8x7B's experts
+    (which the stdlib does not take: the engines run their own MoE kernels), recomputed from the raw
+    rows: the touched experts' bandwidth over M = 1-4 and 8-256, and the FLOP rate at 4,096."""
+    run3 = json.loads((RESULTS / "h200-2026-12-04-run3.json").read_text(encoding="utf-8"))
+    pages = {"h200": ((RUN1, run3), 4.15e12, 794.5e12), "h100": ((H100,), 2.97e12, 794.5e12)}
+    quoted = {"h200": ("2.41–2.58 TB/s at M = 1–4", "2.64–3.02 TB/s", "58–73 %", "582–589 TFLOP/s", "0.73–0.74 of"),
+              "h100": ("2.20–2.39 TB/s at M = 1–4", "2.57–2.77 TB/s", "74–93 %", "598 TFLOP/s", "0.75 of MAMF")}
+    for page, (runs, stream, mamf) in pages.items():
+        rows = [r for run in runs for r in run["moe_stack"]]
+        few = [r["touched_GB/s"] * 1e9 for r in rows if r["m"] <= 4]
+        mid = [r["touched_GB/s"] * 1e9 for r in rows if 8 <= r["m"] <= 256]
+        big = [r["TFLOP/s"] for r in rows if r["m"] == 4096]
+        assert all(r["experts_touched"] == 8 for r in rows if r["m"] >= 8)
+        lo, hi = min(mid), max(mid)
+        figures = (f"{min(few) / 1e12:.2f}–{max(few) / 1e12:.2f} TB/s at M = 1–4", f"{lo / 1e12:.2f}–{hi / 1e12:.2f} TB/s",
+                   f"{round(100 * min(r['touched_GB/s'] * 1e9 for r in rows if r['m'] <= 256) / stream)}–{round(100 * hi / stream)} %",
+                   "–".join(sorted({f"{min(big):.0f}", f"{max(big):.0f}"})) + " TFLOP/s",
+                   "–".join(sorted({f"{min(big) * 1e12 / mamf:.2f}", f"{max(big) * 1e12 / mamf:.2f}"})) + " of")
+        text = (REPO / "docs" / "measurements" / f"{page}.md").read_text(encoding="utf-8")
+        for want, got in zip(quoted[page], figures, strict=True):
+            assert want in text and want.startswith(got), (page, want, got)

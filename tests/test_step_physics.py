@@ -334,3 +334,69 @@ def test_the_engines_own_all_reduce_takes_messages_up_to_its_limit(compile_text:
     assert small == pytest.approx(9e-6 + 1.75 * (1 << 20) / 450e9)
     ramp = 1.75 * 17.75e6 / 478.87e9 * (32 << 20) / ((32 << 20) + 17.75e6)
     assert large == pytest.approx(27e-6 + 1.75 * (32 << 20) / 478.87e9 + ramp)
+
+
+def _with_ep(text: str, ep: int) -> str:
+    return text.replace("engine = vllm }", f"engine = vllm; expert_parallel = {ep} }}")
+
+
+def test_experts_are_sliced_over_the_tensor_parallel_group_unless_placed_whole(
+        compile_text: Callable[[str], Compilation]) -> None:
+    # vLLM (enable_expert_parallel = False) and TensorRT-LLM (moe_tp_size = tp_size) slice every
+    # expert over the TP group by default; whole experts over EP = TP hold the same bytes per device
+    # and need no all-to-all (the tokens are on every device after attention's all-reduce): at
+    # batch 512 every expert is touched and the two placements cost the same but for the busiest
+    # device's share of the token-expert pairs
+    sliced = values(compile_text(plan("mixtral-8x7b", batch=512, tp=4)))
+    whole = values(compile_text(_with_ep(plan("mixtral-8x7b", batch=512, tp=4), 4), name="ep4.plan"))
+    assert sliced["d.expert_parallel"] == 1 and sliced["d.expert_spread"] == 0
+    assert float(sliced["d.busiest_experts_touched"]) == pytest.approx(float(sliced["d.experts_touched"]), rel=1e-15)
+    assert sliced["d.busiest_expert_load"] == 1
+    assert whole["d.weight_bytes_per_device"] == sliced["d.weight_bytes_per_device"]
+    assert float(whole["d.busiest_experts_touched"]) == pytest.approx(1, abs=1e-9)
+    load = float(whole["d.busiest_expert_load"])  # 1 + 1.05·√(3/1024)
+    assert load == pytest.approx(1 + float(whole["d.expert_spread"]) * math.sqrt(3 / 1024), rel=1e-12) and load < 1.06
+    assert float(sliced["d.expert_spread"]) == 0 and float(whole["d.expert_spread"]) == pytest.approx(1.049, abs=1e-3)
+    gap = float(whole["d.iteration_gpu_time"]) - float(sliced["d.iteration_gpu_time"])
+    assert 0 <= gap <= float(whole["d.expert_time"]) - float(sliced["d.expert_time"]) + 1e-12  # the experts alone
+
+
+def _busiest(experts: int, k: int, ep: int, tokens: int, draws: int = 4000) -> tuple[float, float]:
+    """Uniform top-k routing simulated: the mean over steps of the busiest device's fraction of its
+    experts touched, and of its token-expert pairs over the mean."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    group = experts // ep
+    touched, pairs = 0.0, 0.0
+    for _ in range(draws):
+        picks = np.argsort(rng.random((tokens, experts)), axis=1)[:, :k]
+        count = np.bincount(picks.ravel(), minlength=experts).reshape(ep, group)
+        touched += (count > 0).sum(axis=1).max() / group
+        pairs += count.sum(axis=1).max() / (tokens * k / ep)
+    return touched / draws, pairs / draws
+
+
+@pytest.mark.parametrize(("model", "gpu", "weights", "ep", "batch"), [
+    ("mixtral-8x7b", "h100-sxm", "bf16", 2, 1), ("mixtral-8x7b", "h100-sxm", "bf16", 4, 1),
+    ("mixtral-8x7b", "h100-sxm", "bf16", 2, 8), ("deepseek-v3", "h200", "fp8", 8, 1),
+    ("deepseek-v3", "h200", "fp8", 8, 16), ("qwen3-30b-a3b", "h100-sxm", "bf16", 4, 32),
+    ("qwen3-30b-a3b", "h100-sxm", "bf16", 8, 1)])
+def test_expert_parallel_balance(compile_text: Callable[[str], Compilation], model: str, gpu: str, weights: str,
+                                 ep: int, batch: int) -> None:
+    """With whole experts over EP devices the step waits for the device whose experts the tokens
+    touched most: the stdlib's binomial count with Blom's expected maximum (docs/physics.md §6.3)
+    against a simulation of uniform top-k routing. At batch 1 Mixtral at EP 2 has both of the
+    token's experts on one device in 12 of 28 draws, 0.357 of its four experts on average."""
+    v = values(compile_text(_with_ep(plan(model, gpu=gpu, batch=batch, tp=ep, weights=weights), ep), name="ep.plan"))
+    experts, k = int(v[f"{model.replace('-', '_')}.experts"]), int(v[f"{model.replace('-', '_')}.experts_per_token"])
+    touched, pairs = _busiest(experts, k, ep, batch)
+    assert float(v["d.busiest_experts_touched"]) == pytest.approx(touched, rel=0.07)
+    assert float(v["d.busiest_expert_load"]) == pytest.approx(pairs, rel=0.10)
+    assert float(v["d.busiest_experts_touched"]) > float(v["d.experts_touched"])
+    if (model, ep, batch) == ("mixtral-8x7b", 2, 1):
+        assert touched == pytest.approx((1 + Fraction(12, 28)) / 4, abs=0.01)
+
+
+def test_expert_parallelism_divides_the_tensor_parallel_group(compile_text: Callable[[str], Compilation]) -> None:
+    c = compile_text(_with_ep(plan("mixtral-8x7b", tp=2), 4))
+    assert not c.ok and [d.code for d in c.diagnostics if d.severity.value == "error"] == ["E0404"]
