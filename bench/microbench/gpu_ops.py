@@ -29,6 +29,9 @@ each working set several times the L2 so that nothing is served from cache:
   sample) as one CUDA graph, against its GEMMs alone: what a layer costs beyond its weight GEMMs, and
   the kernels it launches. Real engines' decode runs 10-25 % slower than the stacks of GEMMs predict
   (docs/fidelity.md); this measures how much of that is the layer's other kernels.
+- `sliced_gemms`: Llama-3.1-70B's layer GEMMs as one device of TP 1, 2, 4 and 8 runs them (QKV and
+  gate/up split by columns, O and down by rows), BF16 and FP8, and Mixtral's experts sliced the same
+  way: how much of the layer-shape efficiency the narrower slices keep.
 
 On a part with less memory than the H200 a model's stack keeps the layers that fit, and its key
 says how many (`llama-3.1-70b/bf16/40layers`); Mixtral's rows record their `layers`.
@@ -143,16 +146,17 @@ if DRY:
 MS = [1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024, 2048, 4096, 8192]
 
 
-def layer_shapes(model: str) -> list[tuple[int, int]]:
-    """(N out, K in) of each dense GEMM of one layer."""
+def layer_shapes(model: str, tp: int = 1) -> list[tuple[int, int]]:
+    """(N out, K in) of each dense GEMM of one layer on one of tp devices: Megatron splits QKV and
+    gate/up by their output columns, O and down by their input rows."""
     _, h, heads, kv, d, inter, _ = SHAPES[model]
-    return [((heads + 2 * kv) * d, h), (h, heads * d), (2 * inter, h), (h, inter)]
+    return [((heads + 2 * kv) * d // tp, h), (h, heads * d // tp), (2 * inter // tp, h), (h, inter // tp)]
 
 
-def gemm_stack(model: str, dtype: str, max_m: int, layers_override: int = 0, ms: list[int] | None = None) -> None:
+def gemm_stack(model: str, dtype: str, max_m: int, layers_override: int = 0, ms: list[int] | None = None, tp: int = 1) -> None:
     layers, h, *_, vocab = SHAPES[model]
     layers = layers_override or layers
-    shapes = layer_shapes(model)
+    shapes = layer_shapes(model, tp)
     fit = layers_that_fit(sum(n * k for n, k in shapes) * (2 if dtype == "bf16" else 1), layers, share=0.9)
     if fit < layers:  # a part with less memory runs the layers that fit, and the key says how many
         layers = layers_override = fit
@@ -204,7 +208,8 @@ def gemm_stack(model: str, dtype: str, max_m: int, layers_override: int = 0, ms:
                      "head_GB/s": head.nbytes / t_head / 1e9, "head_TFLOP/s": 2 * m * head.numel() / t_head / 1e12})
         print(f"  {model} {dtype} M={m}: layers {t_layers * 1e3:.3f} ms = {rows[-1]['layers_GB/s']:.0f} GB/s, "
               f"{rows[-1]['layers_TFLOP/s']:.0f} TFLOP/s; head {t_head * 1e3:.3f} ms", flush=True)
-        RESULTS.setdefault("gemm_stack", {})[f"{model}/{dtype}" + (f"/{layers}layers" if layers_override else "")] = rows
+        key = f"{model}/{dtype}" + (f"/tp{tp}" if tp > 1 else "") + (f"/{layers}layers" if layers_override else "")
+        RESULTS.setdefault("gemm_stack", {})[key] = rows
         save()
 
 
@@ -273,15 +278,18 @@ def layers_that_fit(per_layer_bytes: int, layers: int, share: float = 0.8) -> in
     return max(1, min(layers, int(share * free // per_layer_bytes)))
 
 
-def moe_stack() -> None:
+def moe_stack(tp: int = 1, ms: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)) -> None:
+    """Mixtral's experts, each sliced over tp devices as tensor-parallel experts are (the
+    intermediate dimension split: gate/up by columns, down by rows)."""
     layers, h, inter, experts, top = (32, 4096, 14336, 8, 2) if not DRY else (2, 64, 128, 8, 2)  # Mixtral-8x7B config.json
+    inter //= tp
     layers = layers_that_fit(experts * 3 * h * inter * 2, layers)
     w13 = [torch.randn(experts, h, 2 * inter, dtype=BF16, device=DEV) * 0.02 for _ in range(layers)]
     w2 = [torch.randn(experts, inter, h, dtype=BF16, device=DEV) * 0.02 for _ in range(layers)]
     per_expert = (h * 2 * inter + inter * h) * 2
     rows = []
     gen = torch.Generator(device="cpu").manual_seed(0)
-    for m in [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]:
+    for m in ms:
         route = torch.stack([torch.randperm(experts, generator=gen)[:top] for _ in range(m)]).flatten()
         counts = torch.bincount(route, minlength=experts)
         touched = int((counts > 0).sum())
@@ -291,9 +299,24 @@ def moe_stack() -> None:
         t = timed(partial(grouped_stack, w13, w2, a, b, offs))
         rows.append({"m": m, "layers": layers, "experts_touched": touched, "s": t, "touched_GB/s": touched * per_expert * layers / t / 1e9,
                      "TFLOP/s": 2 * m * top * (h * 2 * inter + inter * h) * layers / t / 1e12})
-        print(f"  mixtral M={m}: {t * 1e3:.3f} ms, {touched} experts/layer, {rows[-1]['touched_GB/s']:.0f} GB/s", flush=True)
-        RESULTS["moe_stack"] = rows
+        print(f"  mixtral tp{tp} M={m}: {t * 1e3:.3f} ms, {touched} experts/layer, {rows[-1]['touched_GB/s']:.0f} GB/s", flush=True)
+        RESULTS["moe_stack" + (f"/tp{tp}" if tp > 1 else "")] = rows
         save()
+
+
+TP_MS = [1, 64, 256, 1024, 4096, 8192]
+
+
+def sliced_gemms() -> None:
+    """The GEMMs one device runs when a layer is split over tp of them: Llama-3.1-70B's dense layers
+    at TP 1, 2, 4 and 8 (BF16 through cuBLAS, FP8 through the per-tensor scaled GEMM), and Mixtral's
+    experts sliced the same way (grouped GEMM). FLOP/s at large M against TP 1 is the share of the
+    layer-shape efficiency a slice keeps; the validation's max-throughput rows grow more optimistic
+    with TP (docs/physics.md §6.3), and this measures whether the slices' GEMMs are why."""
+    for tp in (1, 2, 4, 8):
+        for dtype in ("bf16", "fp8_tensor"):
+            gemm_stack("llama-3.1-70b", dtype, 8192, ms=TP_MS, tp=tp)
+        moe_stack(tp, ms=(64, 512, 2048, 4096))
 
 
 def grouped_stack(w13: list[torch.Tensor], w2: list[torch.Tensor], a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> None:
@@ -579,7 +602,7 @@ def main() -> None:
             ("gemm_70b_fp8_tensor", lambda: gemm_stack("llama-3.1-70b", "fp8_tensor", 2048)),
             ("gemm_70b_bf16_half", lambda: gemm_stack("llama-3.1-70b", "bf16", 4096, layers_override=40)),
             ("attention_sweep", attention_sweep), ("weight_only", weight_only), ("weight_only_tuned", weight_only_tuned),
-            ("decode_layers", decode_layers)]
+            ("decode_layers", decode_layers), ("sliced_gemms", sliced_gemms)]
     for name, body in plan:
         if not only or name in only:
             section(name, body)
