@@ -344,6 +344,32 @@ def test_flags_for_precisions_switches_and_experts(tmp_path: Path) -> None:
     assert "--ep-size 8 " in run("flags", str(moe), "--engine", "sglang")[1]
 
 
+def test_flags_say_when_vllm_cannot_run_a_smaller_expert_parallel_group(tmp_path: Path) -> None:
+    # Mixtral over TP 4 with whole experts on 2 of its devices: SGLang and TensorRT-LLM take the
+    # group's size; vLLM's switch puts whole experts on every TP rank, and its note says so
+    def mixtral(fields: str) -> str:
+        path = tmp_path / "moe.plan"
+        path.write_text(SMALL.replace("llama-3.1-8b", "mixtral-8x7b").replace("MODEL", "mixtral_8x7b")
+                        .replace("tensor_parallel = 2", "tensor_parallel = 4").replace("DEPLOYMENT", fields)
+                        .replace("EXTRA", ""), encoding="utf-8")
+        return str(path)
+
+    status, data, _ = flags_json(mixtral("expert_parallel = 2"))
+    [ep] = [f for f in data["deployments"][0]["flags"] if f["flag"] == "--enable-expert-parallel"]
+    assert status == 0 and "it runs 4, not 2" in ep["note"]
+    assert "--ep-size 2 " in run("flags", mixtral("expert_parallel = 2"), "--engine", "sglang")[1]
+    [ep] = [f for f in flags_json(mixtral("expert_parallel = 4"))[1]["deployments"][0]["flags"] if f["flag"] == "--enable-expert-parallel"]
+    assert "not" not in ep["note"]
+    assert not [f for f in flags_json(mixtral(""))[1]["deployments"][0]["flags"] if "expert" in f["flag"]]
+
+
+def test_an_instance_that_sets_a_field_twice_is_refused_at_the_second(tmp_path: Path) -> None:
+    plan = small(tmp_path, "tensor_parallel = 4")
+    status, _, err = run("check", str(plan))
+    assert status == 2 and "E0202" in err and "`d.tensor_parallel` is declared more than once" in err
+    assert "set again here" in err and "first set here" in err and "help: keep one of the two" in err
+
+
 def test_flags_select_a_deployment_and_say_what_is_wrong(tmp_path: Path) -> None:
     pools = REPO / "examples" / "mixed_precision_pools.plan"
     status, data, _ = flags_json(str(pools))

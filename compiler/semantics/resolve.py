@@ -12,7 +12,7 @@ Contract
   following symlinks, so a link cannot lead outside the allowed roots.
 - The namespace is global and order-independent: every top-level enum, kind, instance and
   `let` of every loaded module, plus enum members (reachable by bare name when unambiguous).
-  A second declaration of a name is E0202, citing the first.
+  A second declaration of a name is E0202, citing the first; so is a field an instance sets twice.
 """
 
 from __future__ import annotations
@@ -223,9 +223,26 @@ def _collect_names(program: Program, sink: dx.Sink) -> None:
                     ))
                     continue
                 program.names[stmt.name] = stmt
+            if isinstance(stmt, ast.InstanceDecl):
+                _check_fields_set_once(stmt, sink)
             if isinstance(stmt, ast.EnumDecl):
                 for member in stmt.members:
                     program.members.setdefault(member.name, []).append((stmt, member))
+
+
+def _check_fields_set_once(inst: ast.InstanceDecl, sink: dx.Sink) -> None:
+    """An instance sets each field (or map entry) once: a second assignment is E0202 at the second,
+    citing the first. The elaboration would keep the first and drop the other without a word."""
+    seen: dict[str, ast.Field] = {}
+    for f in inst.fields:
+        key = f.target.dotted
+        first = seen.setdefault(key, f)
+        if first is not f:
+            sink.add(dx.DUPLICATE_NAME.at(
+                f.target.span, "set again here", name=f"{inst.name}.{key}",
+                secondary=[dx.Label(first.target.span, "first set here")],
+                help=f"keep one of the two: `{inst.name}` takes a single value for `{key}`",
+            ))
 
 
 def _duplicate_help(first: Decl, name: str) -> str:
