@@ -399,4 +399,4 @@ def test_expert_parallel_balance(compile_text: Callable[[str], Compilation], mod
 
 def test_expert_parallelism_divides_the_tensor_parallel_group(compile_text: Callable[[str], Compilation]) -> None:
     c = compile_text(_with_ep(plan("mixtral-8x7b", tp=2), 4))
-    assert not c.ok and [d.code for d in c.diagnostics if d.severity.value == "error"] == ["E0404"]
+    assert not c.ok and [d.code for d in c.diagnostics if d.severity.value == "error"] == ["E0408"]  # a combination the plan chose (E0408), not one value out of range
