@@ -26,7 +26,10 @@ WORKLOADS = {  # prompt mean, p99; output mean, p99
 
 
 def plan(workload: str, utilization: float, extra: str = "") -> str:
+    """The workload's plan at this utilisation target; `extra` adds fields to the deployment, and
+    an SLO it sets replaces the default one (an instance sets each field once)."""
     p, p99, o, o99 = WORKLOADS[workload]
+    slos = "".join(f"\n  {line}" for line in ("ttft_slo = 5 s", "tpot_slo = 60 ms") if line.split(" = ")[0] + " =" not in extra)
     return f'''import "models/llama-3.1-8b"
 import "hardware/h100-sxm"
 traffic t {{
@@ -42,9 +45,7 @@ deployment d {{
   model = llama_3_1_8b
   hardware = h100_sxm
   traffic = t
-  utilization_target = {utilization}
-  ttft_slo = 5 s
-  tpot_slo = 60 ms{extra}
+  utilization_target = {utilization}{slos}{extra}
 }}
 '''
 

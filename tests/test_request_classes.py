@@ -102,7 +102,7 @@ def test_the_kv_of_a_running_sequence_follows_the_mixture(compile_text: Callable
 
 
 def test_rates_add_and_arrivals_merge(compile_text: Callable[[str], Compilation]) -> None:
-    bursty = dict(DOCS, extra="; arrival_cv = 2; peak_factor = 2")
+    bursty = dict(DOCS, peak=2, extra="; arrival_cv = 2")  # docs peak at twice their mean, chat at three times
     v = values(compile_text(mixed(docs=bursty)))
     for field in ("requests_per_day", "peak_qps", "burst_qps", "average_qps", "average_tokens_per_s"):
         assert v[f"both.{field}"] == pytest.approx(v[f"chat.{field}"] + v[f"docs.{field}"], rel=1e-12), field
