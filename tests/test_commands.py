@@ -363,11 +363,19 @@ def test_flags_say_when_vllm_cannot_run_a_smaller_expert_parallel_group(tmp_path
     assert not [f for f in flags_json(mixtral(""))[1]["deployments"][0]["flags"] if "expert" in f["flag"]]
 
 
-def test_an_instance_that_sets_a_field_twice_is_refused_at_the_second(tmp_path: Path) -> None:
-    plan = small(tmp_path, "tensor_parallel = 4")
+@pytest.mark.parametrize(("deployment", "extra", "name", "verb"), [
+    ("tensor_parallel = 4", "", "d.tensor_parallel", "set"),  # an instance
+    ("", 'scenario "two" { d.batch = 8; d.batch = 16 }', "d.batch", "set"),  # a scenario
+    ("", 'lever "both" { d.batch = 8; d.batch = 16 }', "d.batch", "set"),  # a lever
+    ("tpot_slo = step_time where (batch = 8, batch = 16)", "", "batch", "bound"),  # a where
+])
+def test_a_path_set_twice_is_refused_at_the_second(tmp_path: Path, deployment: str, extra: str, name: str, verb: str) -> None:
+    # whichever a later stage kept, the other would be dropped without a word (an instance kept the first)
+    plan = small(tmp_path, deployment, extra)
     status, _, err = run("check", str(plan))
-    assert status == 2 and "E0202" in err and "`d.tensor_parallel` is declared more than once" in err
-    assert "set again here" in err and "first set here" in err and "help: keep one of the two" in err
+    assert status == 2 and "E0202" in err and f"`{name}` is declared more than once" in err, err
+    assert f"{verb} again here" in err and f"first {verb} here" in err and "help: keep one of the two" in err
+    assert err.count("error[") == 1
 
 
 def test_flags_select_a_deployment_and_say_what_is_wrong(tmp_path: Path) -> None:

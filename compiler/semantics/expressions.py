@@ -19,7 +19,7 @@ from ..source import Span
 from ..syntax import ast
 from . import ir
 from .declarations import Declarations
-from .resolve import Program
+from .resolve import Program, check_set_once
 from .units import DIMENSIONLESS, Dim, UnitError, parse_unit
 from .values import (
     FLOAT_MAX,
@@ -364,6 +364,8 @@ class Expressions(Declarations):
                     self._unknown(e.value.attr, e.value.attr_span, list(target.kind.fields), "field",
                                   owner=f"`{target.kind.name}` `{target.name}`")
                     return None
+        if not check_set_once(e.bindings, self.sink, "", "a `where` binds each field once", verb="bound"):
+            return None
         bound: dict[str, tuple[ir.Expr | None, ast.Expr]] = {}
         pinned: set[str] = set()
         for b in e.bindings:

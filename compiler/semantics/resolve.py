@@ -12,12 +12,13 @@ Contract
   following symlinks, so a link cannot lead outside the allowed roots.
 - The namespace is global and order-independent: every top-level enum, kind, instance and
   `let` of every loaded module, plus enum members (reachable by bare name when unambiguous).
-  A second declaration of a name is E0202, citing the first; so is a field an instance sets twice.
+  A second declaration of a name is E0202, citing the first; so is a path that an instance, a
+  scenario or a lever sets twice (`check_set_once`, which a `where`'s bindings use too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -224,25 +225,37 @@ def _collect_names(program: Program, sink: dx.Sink) -> None:
                     continue
                 program.names[stmt.name] = stmt
             if isinstance(stmt, ast.InstanceDecl):
-                _check_fields_set_once(stmt, sink)
+                check_set_once(stmt.fields, sink, f"{stmt.name}.", f"`{stmt.name}` takes a single value for it")
+            elif isinstance(stmt, (ast.ScenarioStmt, ast.LeverDecl)):
+                check_set_once(stmt.assignments, sink, "", "a change sets each path once")
+            elif isinstance(stmt, ast.KindDecl):
+                for item in stmt.items:
+                    if isinstance(item, ast.LeverDecl):
+                        check_set_once(item.assignments, sink, "", "a change sets each field once")
             if isinstance(stmt, ast.EnumDecl):
                 for member in stmt.members:
                     program.members.setdefault(member.name, []).append((stmt, member))
 
 
-def _check_fields_set_once(inst: ast.InstanceDecl, sink: dx.Sink) -> None:
-    """An instance sets each field (or map entry) once: a second assignment is E0202 at the second,
-    citing the first. The elaboration would keep the first and drop the other without a word."""
-    seen: dict[str, ast.Field] = {}
-    for f in inst.fields:
-        key = f.target.dotted
-        first = seen.setdefault(key, f)
-        if first is not f:
+def check_set_once(settings: Sequence[ast.Field | ast.Assignment], sink: dx.Sink, owner: str, why: str,
+                   verb: str = "set") -> bool:
+    """Each path of a list of assignments (an instance's fields and map entries, a scenario's or a
+    lever's changes, a `where`'s bindings) is set once: a second is E0202 at the second, citing the
+    first. Whichever one a later stage kept, the other would be dropped without a word. True when
+    none repeats."""
+    seen: dict[str, ast.Field | ast.Assignment] = {}
+    ok = True
+    for a in settings:
+        key = a.target.dotted
+        first = seen.setdefault(key, a)
+        if first is not a:
+            ok = False
             sink.add(dx.DUPLICATE_NAME.at(
-                f.target.span, "set again here", name=f"{inst.name}.{key}",
-                secondary=[dx.Label(first.target.span, "first set here")],
-                help=f"keep one of the two: `{inst.name}` takes a single value for `{key}`",
+                a.target.span, f"{verb} again here", name=f"{owner}{key}",
+                secondary=[dx.Label(first.target.span, f"first {verb} here")],
+                help=f"keep one of the two: {why}",
             ))
+    return ok
 
 
 def _duplicate_help(first: Decl, name: str) -> str:
