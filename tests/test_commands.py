@@ -368,6 +368,7 @@ def test_flags_say_when_vllm_cannot_run_a_smaller_expert_parallel_group(tmp_path
     ("", 'scenario "two" { d.batch = 8; d.batch = 16 }', "d.batch", "set"),  # a scenario
     ("", 'lever "both" { d.batch = 8; d.batch = 16 }', "d.batch", "set"),  # a lever
     ("tpot_slo = step_time where (batch = 8, batch = 16)", "", "batch", "bound"),  # a where
+    ("", 'ask "a": maximize d.context subject to d.memory_per_device <= 80 GB given d.batch = 1, d.batch = 2', "d.batch", "set"),
 ])
 def test_a_path_set_twice_is_refused_at_the_second(tmp_path: Path, deployment: str, extra: str, name: str, verb: str) -> None:
     # whichever a later stage kept, the other would be dropped without a word (an instance kept the first)

@@ -13,7 +13,7 @@ Contract
 - The namespace is global and order-independent: every top-level enum, kind, instance and
   `let` of every loaded module, plus enum members (reachable by bare name when unambiguous).
   A second declaration of a name is E0202, citing the first; so is a path that an instance, a
-  scenario or a lever sets twice (`check_set_once`, which a `where`'s bindings use too).
+  scenario, a lever or a question's `given` sets twice (`check_set_once`, which a `where`'s bindings use too).
 """
 
 from __future__ import annotations
@@ -228,6 +228,8 @@ def _collect_names(program: Program, sink: dx.Sink) -> None:
                 check_set_once(stmt.fields, sink, f"{stmt.name}.", f"`{stmt.name}` takes a single value for it")
             elif isinstance(stmt, (ast.ScenarioStmt, ast.LeverDecl)):
                 check_set_once(stmt.assignments, sink, "", "a change sets each path once")
+            elif isinstance(stmt, ast.AskStmt):
+                check_set_once(stmt.given, sink, "", "a question's `given` sets each path once")
             elif isinstance(stmt, ast.KindDecl):
                 for item in stmt.items:
                     if isinstance(item, ast.LeverDecl):
