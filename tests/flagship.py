@@ -9,16 +9,16 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '14,576 devices',
-    'chat.tpot': '39.9 ms',
-    'chat.cost_per_month': '26,620,000 USD/month',
-    'chat.replicas': '3,638',
-    'chat.burst_replicas': '3,493',
-    'chat.batch': '119',
+    'chat.devices': '15,136 devices',
+    'chat.tpot': '35.86 ms',
+    'chat.cost_per_month': '27,640,000 USD/month',
+    'chat.replicas': '3,778',
+    'chat.burst_replicas': '3,627',
+    'chat.batch': '103',
     'chat.refused_share': '0.006485',
-    'chat.devices@peak_factor=2.5': '12,148 devices',
-    'chat.replicas@peak_factor=2.5': '3,032',
-    'chat.devices:change@peak_factor=2.5': '-16.7 %',
+    'chat.devices@peak_factor=2.5': '12,616 devices',
+    'chat.replicas@peak_factor=2.5': '3,149',
+    'chat.devices:change@peak_factor=2.5': '-16.6 %',
 }
 
 

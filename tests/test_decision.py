@@ -136,17 +136,18 @@ def test_the_risks_name_the_tightest_check_and_the_one_a_search_makes_tight(comp
         if outcome.holds and outcome.right:
             slack.append((float(outcome.right - outcome.left) / abs(float(outcome.right)), check.label))
     slack.sort()
-    # the batch is solved as the largest that meets the SLOs: one sequence more and both the TPOT
-    # and the p99 TTFT checks fail, and nothing else does, so those two are the tightest
+    # the batch is solved as the largest that meets the SLOs: one sequence more and the p99 TTFT
+    # check fails, and nothing else does, so it is the tightest (TPOT keeps about a tenth in hand)
     _, parts = exact.search_bounds(c.lowered.elaborated, "chat.batch", c.lowered.values)
-    assert sorted(" ".join(p[0].span.text.split()) for p in parts if p[1] is False) == ["tpot <= tpot_slo", "ttft_tail <= ttft_slo"]
-    searched = {"TPOT SLO at the running batch, prefill chunks included", "p99 TTFT SLO at capacity (a burst)"}
-    assert {label for _, label in slack[:2]} == searched
+    assert [" ".join(p[0].span.text.split()) for p in parts if p[1] is False] == ["ttft_tail <= ttft_slo"]
+    searched = {"p99 TTFT SLO at capacity (a burst)"}
+    assert {label for _, label in slack[:1]} == searched
     others = [s for s in slack if s[1] not in searched]
     risks = [r.text for r in doc.decision.risks]
     assert risks[0].startswith(f"Of the checks no search sets, the tightest is the check “{others[0][1]}”")
     assert risks[0].endswith(f"{percent(others[0][0])} to spare.")
-    for (share, label), text in zip(slack[:2], risks[1:3]):
+    assert not any("TPOT SLO" in r and "by construction" in r for r in risks)
+    for (share, label), text in zip(slack[:1], risks[1:2]):
         assert text.startswith(f"The check “{label}” is tight by construction")
         assert text.endswith(f"{percent(share)} to spare, because chat.batch is the largest value at which it "
                              "holds (a search of the plan sets it there).")
@@ -171,9 +172,13 @@ def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: 
     assert f"({search.evaluated} configurations, {search.feasible} of them meeting its constraints)" in first
     assert search.best_setting in first
     # the winner's values are shown as every value of the document is, as the declared plan's are
-    assert search.best_setting == "weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens"
-    # the declared plan (the engine's 8,192-token chunk) costs what the search's best does
-    assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) is one of the best")
+    assert search.best_setting == "weights = fp8, tensor_parallel = 4, prefill_chunk = 2,048 tokens"
+    # the declared plan (the engine's 8,192-token chunk) costs a little more than the search's best:
+    # a chunk's all-reduces of 128 MiB are slow enough (docs/measurements/allreduce.md) that the p99
+    # TTFT at capacity admits a smaller batch
+    assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) "
+                               "has cost_per_month = ")
+    assert "% more: the search's choice saves " in declared
 
 
 def test_the_decision_opens_with_the_declared_plans_headline_and_its_failing_checks(

@@ -87,15 +87,17 @@ def test_bindings_are_documented(report: dict) -> None:
 
 
 def test_bindings_carry_their_values_as_numbers(report: dict) -> None:
-    """What decides the headline, as numbers: the batch search stops where `tpot <= tpot_slo`
+    """What decides the headline, as numbers: the batch search stops where `ttft_tail <= ttft_slo`
     fails one sequence past the answer, and `replicas` takes the larger of its branches."""
     quantities = {q["id"]: q for q in report["quantities"]}
     choices = {c["quantity"]: c for c in report["bindings"]["choices"]}
     batch = choices["chat.batch"]
     assert batch["op"] == "largest" and batch["number"]["value"] == quantities["chat.batch"]["value"]["value"] + 1
+    ttft = next(c for c in batch["conditions"] if c["condition"] == "ttft_tail <= ttft_slo")
+    assert ttft["holds"] is False and ttft["left"]["value"] > ttft["right"]["value"] == 0.8
+    assert ttft["left"]["unit"] == "s" and ttft["left"]["text"] in batch["value"]
     tpot = next(c for c in batch["conditions"] if c["condition"] == "tpot <= tpot_slo")
-    assert tpot["holds"] is False and tpot["left"]["value"] > tpot["right"]["value"] == 0.04
-    assert tpot["left"]["unit"] == "s" and tpot["left"]["text"] in batch["value"]
+    assert tpot["holds"] is True and tpot["left"]["value"] < tpot["right"]["value"] == 0.04
     replicas = choices["chat.replicas"]
     assert replicas["op"] == "max" and replicas["conditions"] == []
     assert replicas["number"]["value"] == quantities["chat.throughput_replicas"]["value"]["value"]

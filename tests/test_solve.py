@@ -364,7 +364,7 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
     # the memory per device depends on it
     memory = dict(next(s for s in c.sensitivities if s.target == "chat.working_memory_per_device").entries)
     # the running batch is a search now: the SLO that decides it is what moves the memory
-    assert "chat.tpot_slo" in memory and not any(n.startswith("dtype.") for n in memory)
+    assert "chat.ttft_slo" in memory and not any(n.startswith("dtype.") for n in memory)
     # nor is a `spec` field: the model's architecture, the accelerator's datasheet. The price of a
     # device-hour is an assumption of the same accelerator, and it is listed.
     everything = {n for s in c.sensitivities for n, _ in s.entries}
@@ -400,11 +400,11 @@ def test_a_scenario_names_what_starts_to_bind(compile_text: Callable[[str], Comp
     c = compile_text(flagship + 'scenario "huge batch" { chat.batch = 512 }\n')
     assert c.ok, c.diagnostics
     tables = {a.title: a for a in c.answers if isinstance(a, TableAnswer) and a.kind == "scenario"}
-    # 10× the traffic needs 10× the replicas, and the same limits decide the fleet: the TPOT SLO
-    # stops the running batch, throughput (not a burst) sets the replicas
+    # 10× the traffic needs 10× the replicas, and the same limits decide the fleet: the p99 TTFT
+    # SLO stops the running batch, throughput (not a burst) sets the replicas
     [same] = tables["10x traffic"].notes
     assert same.startswith("the same constraints decide chat.devices as in the baseline: chat.batch by "
-                           "tpot <= tpot_slo, chat.replicas by throughput_replicas")
+                           "ttft_tail <= ttft_slo, chat.replicas by throughput_replicas")
     # a batch of 512 forced on the replicas: the SLOs and the KV cache no longer hold
     notes = tables["huge batch"].notes
     assert "TPOT SLO at the running batch, prefill chunks included: now fails" in notes
@@ -421,10 +421,10 @@ def test_the_summary_names_what_binds_the_headline() -> None:
     c = compile_plan(REPO / "examples" / "100m_dau.plan")
     doc = build_document(c)
     assert doc.bindings_target == "chat.devices"
-    # the running batch is the largest at which the SLOs hold: one more and the TPOT SLO breaks;
-    # then the fleet is throughput-bound (more replicas for the peak than for a burst)
+    # the running batch is the largest at which the SLOs hold: one more and the p99 TTFT SLO
+    # breaks; then the fleet is throughput-bound (more replicas for the peak than for a burst)
     quantity, op, effect, value, _ = doc.bindings[0]
-    assert (quantity, op, effect) == ("chat.batch", "largest", "tpot <= tpot_slo") and value.startswith("fails: ")
+    assert (quantity, op, effect) == ("chat.batch", "largest", "ttft_tail <= ttft_slo") and value.startswith("fails: ")
     assert doc.bindings[1] == ("chat.replicas", "max", "throughput_replicas", FIGURES["chat.replicas"],
                                f"burst_replicas = {FIGURES['chat.burst_replicas']}")
     data = document_json(doc, c)
