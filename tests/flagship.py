@@ -9,16 +9,16 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '15,136 devices',
-    'chat.tpot': '35.86 ms',
-    'chat.cost_per_month': '27,640,000 USD/month',
-    'chat.replicas': '3,778',
-    'chat.burst_replicas': '3,627',
-    'chat.batch': '103',
+    'chat.devices': '15,080 devices',
+    'chat.tpot': '34.69 ms',
+    'chat.cost_per_month': '27,540,000 USD/month',
+    'chat.replicas': '3,764',
+    'chat.burst_replicas': '3,614',
+    'chat.batch': '100',
     'chat.refused_share': '0.006485',
-    'chat.devices@peak_factor=2.5': '12,616 devices',
-    'chat.replicas@peak_factor=2.5': '3,149',
-    'chat.devices:change@peak_factor=2.5': '-16.6 %',
+    'chat.devices@peak_factor=2.5': '12,568 devices',
+    'chat.replicas@peak_factor=2.5': '3,137',
+    'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 
 

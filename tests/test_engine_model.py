@@ -64,9 +64,9 @@ def test_the_running_batch_is_the_largest_that_meets_the_slos(compile_text: Call
     assert beyond == v["d.batch"] + 1
     failing = [" ".join(p[0].span.text.split()) for p in parts if p[1] is False]
     # one more sequence and the KV cache fills in more than 1 % of the iterations (the preemption
-    # target): at 317 sequences it binds alone, the TPOT SLO 2 % short of its limit
+    # target): at 317 sequences it binds alone, the TPOT SLO 5 % short of its limit
     assert failing == ["kv_admits"]
-    assert 0.97 * v["d.tpot_slo"] < v["d.tpot"] < 0.99 * v["d.tpot_slo"]
+    assert 0.94 * v["d.tpot_slo"] < v["d.tpot"] < 0.96 * v["d.tpot_slo"]
     assert v["d.preemption_probability"] > 0.8 * v["d.preemption_target"]
 
 

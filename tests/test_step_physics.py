@@ -86,10 +86,13 @@ def test_attention_without_split_kv_is_limited_by_the_pieces_in_flight(compile_t
     # batch 1 × 8 KV heads = 8 pieces: 1.5 TB/s, half of what the device streams
     assert v["d.attention_units"] == 8
     assert v["d.attention_bandwidth"] == 8 * v["d.attention_unit_bandwidth"] < v["d.achieved_bandwidth"]
-    # an engine that splits the context (vLLM: FlashAttention-3, up to 32 splits) fills the device,
-    # less the block-table gathers of its paged cache (Kwon et al. 2023 §7.1: +20-26 %)
+    # an engine that splits the context (vLLM: FlashAttention-3, up to 32 splits) fills the device:
+    # its paged cache streams at the device's streaming bandwidth (docs/measurements/attention.md)
     split = values(compile_text(plan(engine="vllm", prompt=16_000, output=16), name="split.plan"))
-    assert split["d.attention_bandwidth"] == split["d.achieved_bandwidth"] * Fraction(81, 100)
+    assert split["d.attention_bandwidth"] == split["d.achieved_bandwidth"]
+    # TensorRT-LLM keeps the PagedAttention paper's block-table gathers (Kwon et al. 2023 §7.1: +20-26 %)
+    trt = values(compile_text(plan(engine="trtllm", prompt=16_000, output=16), name="trt.plan"))
+    assert trt["d.attention_bandwidth"] == trt["d.achieved_bandwidth"] * Fraction(81, 100)
 
 
 def test_a_big_batch_pays_for_compute_and_kv_one_after_the_other(compile_text: Callable[[str], Compilation]) -> None:
@@ -100,7 +103,10 @@ def test_a_big_batch_pays_for_compute_and_kv_one_after_the_other(compile_text: C
     assert v["d.gemm_compute_time"] == gemm_compute > v["d.gemm_memory_time"] == v["d.gemm_weight_bytes"] / v["d.achieved_bandwidth"]
     assert v["d.gemm_time"] > gemm_compute
     kv_time = v["d.decode_kv_bytes"] / v["d.attention_bandwidth"]
-    assert v["d.decode_attention_time"] == kv_time
+    # and each of the 512 × 2 pieces per layer (a sequence's KV head on the device) costs vLLM's
+    # FlashAttention-3 3.2 µs of an SM (docs/measurements/attention.md), shared by the 132 SMs
+    pieces = 80 * 512 * 2 * v["vllm.attention_piece_time"] / 132
+    assert v["d.decode_attention_time"] == kv_time + pieces
     one_max = max(v["d.decode_bytes_per_step"] / v["d.achieved_bandwidth"], v["d.decode_flops_per_step"] / v["d.achieved_flops"])
     assert v["d.iteration_gpu_time"] > one_max * Fraction(13, 10)
 
