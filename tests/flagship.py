@@ -9,15 +9,15 @@ from __future__ import annotations
 
 # quantity id (and the plan variant, after '@') -> the text the report prints
 FLAGSHIP: dict[str, str] = {
-    'chat.devices': '15,080 devices',
-    'chat.tpot': '34.69 ms',
-    'chat.cost_per_month': '27,540,000 USD/month',
-    'chat.replicas': '3,764',
-    'chat.burst_replicas': '3,614',
-    'chat.batch': '100',
+    'chat.devices': '15,328 devices',
+    'chat.tpot': '39.13 ms',
+    'chat.cost_per_month': '27,990,000 USD/month',
+    'chat.replicas': '3,826',
+    'chat.burst_replicas': '3,673',
+    'chat.batch': '111',
     'chat.refused_share': '0.006485',
-    'chat.devices@peak_factor=2.5': '12,568 devices',
-    'chat.replicas@peak_factor=2.5': '3,137',
+    'chat.devices@peak_factor=2.5': '12,772 devices',
+    'chat.replicas@peak_factor=2.5': '3,188',
     'chat.devices:change@peak_factor=2.5': '-16.7 %',
 }
 

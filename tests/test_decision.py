@@ -173,12 +173,10 @@ def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: 
     assert search.best_setting in first
     # the winner's values are shown as every value of the document is, as the declared plan's are
     assert search.best_setting == "weights = fp8, tensor_parallel = 4, prefill_chunk = 2,048 tokens"
-    # the declared plan (the engine's 8,192-token chunk) costs a little more than the search's best:
-    # a chunk's all-reduces of 128 MiB are slow enough (docs/measurements/allreduce.md) that the p99
-    # TTFT at capacity admits a smaller batch
+    # the declared plan (the engine's 8,192-token chunk) costs what the search's best (2,048 tokens,
+    # the first of the tied rows) does
     assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) "
-                               "has cost_per_month = ")
-    assert "% more: the search's choice saves " in declared
+                               "is one of the best")
 
 
 def test_the_decision_opens_with_the_declared_plans_headline_and_its_failing_checks(

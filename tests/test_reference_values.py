@@ -115,7 +115,7 @@ def test_decode_step_worked_example(compile_text: Callable[[str], Compilation]) 
     # exactly those terms.
     # The memory inputs are the worked example's (vLLM 0.11 at 0.9 of the device, its measured
     # activation peak and buffers), not today's defaults.
-    bare = ("engine bare = vllm { step_overhead = 0 s; attention_latency = 0 s; attention_piece_time = 0 s }\n"
+    bare = ("engine bare = vllm { step_overhead = 0 s; attention_latency = 0 s; attention_piece_time = 0 s; gemm_latency[fp8] = 0 s }\n"
             "accelerator bare_h100 = h100_sxm { gemm_latency = 0 s; attention_latency = 0 s; kernel_latency = 0 s }\n")
     # static batching: the worked example times decode steps alone (no prefill chunk shares them)
     text = deployment("llama-3.1-70b", weights="fp8", tp=4).replace("batch = 1", "batch = 76\n  mbu = 0.75\n  static_batching = true\n"

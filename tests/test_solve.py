@@ -363,13 +363,15 @@ def test_flagship_sensitivities_name_assumptions_not_parallelism(compile_text: C
     # a dtype's bytes per element is a definition, not an assumption: no elasticity, though
     # the memory per device depends on it
     memory = dict(next(s for s in c.sensitivities if s.target == "chat.working_memory_per_device").entries)
-    # the running batch is a search now: the SLO that decides it is what moves the memory
-    assert "chat.ttft_slo" in memory and not any(n.startswith("dtype.") for n in memory)
+    # the running batch is a search now: how long the sequences run (the traffic's output) is what
+    # moves the memory the running batch holds
+    assert "chat_traffic.output_tokens" in memory and not any(n.startswith("dtype.") for n in memory)
     # nor is a `spec` field: the model's architecture, the accelerator's datasheet. The price of a
     # device-hour is an assumption of the same accelerator, and it is listed.
     everything = {n for s in c.sensitivities for n, _ in s.entries}
     assert not any(n.startswith("llama_3_1_70b.") for n in everything)
-    assert "h100_sxm.memory_bandwidth" not in everything and "chat.mbu" in everything
+    # (the accelerator's measured inputs are: its kernel latency moves the TPOT at the peak)
+    assert "h100_sxm.memory_bandwidth" not in everything and "h100_sxm.kernel_latency" in everything
     cost = dict(next(s for s in c.sensitivities if s.target == "chat.cost_per_month").entries)
     assert cost["h100_sxm.price"] == pytest.approx(1, abs=1e-6)
 

@@ -1,0 +1,104 @@
+"""Extract the engines' measured kernels from NVIDIA's aiconfigurator collections into CSV.
+
+aiconfigurator (github:ai-dynamo/aiconfigurator) publishes, per GPU and engine version, kernels as
+the engines run them, each captured in a CUDA graph and replayed. Two extractions:
+
+- `allreduce`: one tensor-parallel all-reduce as the engine issues it (vLLM's and SGLang's
+  `tensor_model_parallel_all_reduce`, TensorRT-LLM's AllReduce with its AUTO strategy,
+  collector/network/collect_all_reduce.py), TP 2-8, on the parts of three NVLink generations.
+  `message_size` there counts BF16 elements; the CSV gives bytes (2 per element) and seconds, with
+  the file each row comes from. Read by docs/measurements/allreduce.md and
+  tests/test_allreduce_measurements.py.
+- `attention`: one decode-attention call as the engine runs it (vLLM's FlashAttention-3 backend
+  with its KV-cache write, collector/vllm/collect_attn.py; SGLang's FA3 RadixAttention layer, which
+  writes the cache too, collector/sglang/collect_attn.py), BF16 or FP8 KV cache, head size 128, no
+  sliding window, for the per-device heads of the Llama family: 32 query and 8 KV heads
+  (Llama-3.1-8B), 64 and 8 (-70B on one device), 32 and 4, 16 and 2, 8 and 1 (-70B at TP 2, 4 and
+  8). `step` + 1 is the context. Read by docs/measurements/attention.md and
+  tests/test_attention_measurements.py.
+- `gemm`: one weight GEMM as vLLM runs it, BF16 through `torch.nn.functional.linear` (cuBLAS) and
+  FP8 W8A8 through `CutlassFP8ScaledMMLinearKernel` (collector/vllm/collect_gemm.py), at the decode
+  rows M = 1, 2, 4, 8 and 16, for every N × K of the collection whose weights are 16 MB to 1.2 GB.
+  Read by docs/measurements/gemm.md and tests/test_gemm_measurements.py.
+
+Run once with pandas and pyarrow (not dependencies of plan), on a mirror of the repository:
+
+    python bench/microbench/aiconfigurator.py allreduce MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-allreduce.csv
+    python bench/microbench/aiconfigurator.py attention MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-attention.csv
+    python bench/microbench/aiconfigurator.py gemm MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-gemm.csv
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from typing import Any
+
+COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+ROOT = "aic-core/src/aiconfigurator_core/systems/data"
+ALLREDUCE = [  # (gpu, engine, version): the newest collection of each engine on each part, by NVLink generation
+    ("a100_sxm", "vllm", "0.14.0"), ("a100_sxm", "sglang", "0.5.10"), ("a100_sxm", "trtllm", "1.0.0"),  # NVLink 3
+    ("h100_sxm", "vllm", "0.24.0"), ("h200_sxm", "vllm", "0.24.0"),  # NVLink 4
+    ("h100_sxm", "sglang", "0.5.14"), ("h200_sxm", "sglang", "0.5.14"),
+    ("h100_sxm", "trtllm", "1.3.0rc20"), ("h200_sxm", "trtllm", "1.3.0rc20"),
+    ("b200_sxm", "vllm", "0.24.0"), ("gb200", "vllm", "0.24.0"),  # NVLink 5
+    ("b200_sxm", "sglang", "0.5.14"), ("gb200", "sglang", "0.5.14"),
+    ("b200_sxm", "trtllm", "1.3.0rc20"), ("gb200", "trtllm", "1.3.0rc20"),
+]
+ATTENTION = [  # (gpu, engine, version, kernel_source)
+    ("h100_sxm", "vllm", "0.24.0", "vllm_flash_attn_fa3"), ("h200_sxm", "vllm", "0.24.0", "vllm_flash_attn_fa3"),
+    ("h100_sxm", "sglang", "0.5.14", "fa3"), ("h200_sxm", "sglang", "0.5.14", "fa3"),
+]
+HEADS = {(32, 8), (64, 8), (32, 4), (16, 2), (8, 1)}
+GEMM = [("h100_sxm", "vllm", "0.24.0"), ("h200_sxm", "vllm", "0.24.0")]
+GEMM_KERNELS = {"torch.nn.functional.linear": ("bf16", 2), "CutlassFP8ScaledMMLinearKernel": ("fp8", 1)}  # the CSV's name, bytes per weight
+
+
+def read(git_dir: str, path: str) -> Any:
+    import pandas as pd  # only here: the extraction's own dependency
+
+    blob = subprocess.run(["git", "--git-dir", git_dir, "show", f"{COMMIT}:{path}"], check=True, capture_output=True).stdout
+    return pd.read_parquet(io.BytesIO(blob))
+
+
+def allreduce(git_dir: str, out: Any) -> None:
+    out.writerow(["gpu", "engine", "version", "tp", "bytes", "seconds", "source"])
+    for gpu, engine, version in ALLREDUCE:
+        path = f"{ROOT}/{gpu}/comm/{engine}/{version}/custom_allreduce_perf.parquet"
+        frame = read(git_dir, path)
+        if "kernel_source" in frame and frame.kernel_source.str.contains("graph").any():
+            frame = frame[frame.kernel_source.str.contains("graph")]  # the CUDA-graph rows, not eager
+        for row in frame.sort_values(["num_gpus", "message_size"]).itertuples():
+            out.writerow([gpu, engine, version, int(row.num_gpus), 2 * int(row.message_size),
+                          f"{float(row.latency) * 1e-3:.6e}", f"ai-dynamo/aiconfigurator@{COMMIT}:{path}"])
+
+
+def attention(git_dir: str, out: Any) -> None:
+    out.writerow(["gpu", "engine", "version", "heads", "kv_heads", "batch", "context", "kv_dtype", "seconds"])
+    for gpu, engine, version, kernel in ATTENTION:
+        frame = read(git_dir, f"{ROOT}/{gpu}/attention/{engine}/{version}/generation_attention_perf.parquet")
+        frame = frame[(frame.kernel_source == kernel) & (frame.head_dim == 128) & (frame.window_size == 0)
+                      & (frame.beam_width == 1)]
+        frame = frame[[(h, k) in HEADS for h, k in zip(frame.num_heads, frame.num_key_value_heads)]]
+        for row in frame.sort_values(["num_heads", "num_key_value_heads", "kv_cache_dtype", "batch_size", "step"]).itertuples():
+            out.writerow([gpu, engine, version, int(row.num_heads), int(row.num_key_value_heads), int(row.batch_size),
+                          int(row.step) + 1, str(row.kv_cache_dtype), f"{float(row.latency) * 1e-3:.6e}"])
+
+
+def gemm(git_dir: str, out: Any) -> None:
+    out.writerow(["gpu", "engine", "version", "weights", "m", "n", "k", "weight_bytes", "seconds"])
+    for gpu, engine, version in GEMM:
+        frame = read(git_dir, f"{ROOT}/{gpu}/gemm/{engine}/{version}/gemm_perf.parquet")
+        frame = frame[frame.kernel_source.isin(list(GEMM_KERNELS)) & frame.m.isin([1, 2, 4, 8, 16])]
+        for row in frame.sort_values(["kernel_source", "n", "k", "m"]).itertuples():
+            name, width = GEMM_KERNELS[row.kernel_source]
+            size = int(row.n) * int(row.k) * width
+            if 16e6 <= size <= 1.2e9:
+                out.writerow([gpu, engine, version, name, int(row.m), int(row.n), int(row.k), size,
+                              f"{float(row.latency) * 1e-3:.6e}"])
+
+
+if __name__ == "__main__":
+    {"allreduce": allreduce, "attention": attention, "gemm": gemm}[sys.argv[1]](sys.argv[2], csv.writer(sys.stdout, lineterminator="\n"))
