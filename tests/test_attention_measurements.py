@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -71,7 +72,10 @@ def fit(c: dict[str, np.ndarray]) -> tuple[float, float, float, float]:
     return best[1:]
 
 
-FITS = {engine: fit(calls(engine)) for engine in ENGINES}
+@functools.cache
+def fitted(engine: str) -> tuple[float, float, float, float]:
+    """The fit of an engine's calls, once per test process (not at collection)."""
+    return fit(calls(engine))
 
 PLAN = """
 import "models/llama-3.1-8b"
@@ -92,7 +96,7 @@ def test_the_calls_cover_the_llama_heads_on_both_parts() -> None:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_engine_constants_are_the_fit_of_its_measured_calls(compile_text: Callable[[str], Compilation],
                                                                 engine: str) -> None:
-    latency, piece, paged, narrow = FITS[engine]
+    latency, piece, paged, narrow = fitted(engine)
     c = compile_text(PLAN.format(engine=engine, kv=""))
     assert c.ok and c.lowered is not None, [d.message for d in c.diagnostics]
     v = c.lowered.values
@@ -116,7 +120,7 @@ def test_the_engine_constants_are_the_fit_of_its_measured_calls(compile_text: Ca
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_model_reproduces_every_measured_call(engine: str) -> None:
     c = calls(engine)
-    error = model(c, *FITS[engine]) / c["seconds"] - 1
+    error = model(c, *fitted(engine)) / c["seconds"] - 1
     assert np.median(np.abs(error)) < 0.12 and np.percentile(np.abs(error), 90) < 0.26
     assert abs(np.median(error)) < 0.03
     # the model before: FlashAttention-2's call, nothing per piece, 0.81 of the stream for a paged

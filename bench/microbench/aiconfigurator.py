@@ -1,7 +1,7 @@
 """Extract the engines' measured kernels from NVIDIA's aiconfigurator collections into CSV.
 
 aiconfigurator (github:ai-dynamo/aiconfigurator) publishes, per GPU and engine version, kernels as
-the engines run them, each captured in a CUDA graph and replayed. Two extractions:
+the engines run them, each captured in a CUDA graph and replayed. Three extractions:
 
 - `allreduce`: one tensor-parallel all-reduce as the engine issues it (vLLM's and SGLang's
   `tensor_model_parallel_all_reduce`, TensorRT-LLM's AllReduce with its AUTO strategy,
