@@ -25,6 +25,7 @@ from ..exact import Value
 from ..lower import Lowered, Outcome
 from ..pipeline import Compilation
 from ..semantics import ir
+from ..semantics.lint import reads
 from ..semantics.units import DIMENSIONLESS, Dim, format_number, format_quantity
 from ..source import Span
 from . import latex
@@ -450,8 +451,12 @@ def build_document(compilation: Compilation, brief: bool = False, levers: bool =
                        plan=compilation.path, version=__version__)
     # a variant's quantities (`chat@mixed_step_time.gemm_time`) are shown through the quantity that uses them
     quantities = [b.quantity(n) for n in el.order if "@" not in el.nodes[n].owner]
-    doc.assumptions = _by_owner([q for q in quantities if q.is_input and not q.is_definition])
-    doc.specifications = _by_owner([q for q in quantities if q.is_input and q.is_definition])
+    # a stdlib input that only requirements read (every entry of a map, which a requirement bounds)
+    # moves no result of this plan: it is no assumption of it
+    read = reads(el, guards=False)
+    inputs = [q for q in quantities if q.is_input and (q.id in read or not q.location.startswith("<stdlib>"))]
+    doc.assumptions = _by_owner([q for q in inputs if not q.is_definition])
+    doc.specifications = _by_owner([q for q in inputs if q.is_definition])
     doc.stated = [q for q in doc.assumptions if not q.location.startswith("<stdlib>")]
     sections: dict[str, list[QuantityView]] = {}
     for q in quantities:

@@ -72,7 +72,7 @@ def restated(program: Program, sink: dx.Sink, stdlib: bool = False) -> None:
 
 
 def unused(program: Program, elaborated: ir.Elaborated, sink: dx.Sink, stdlib: bool = False) -> None:
-    read = _read(elaborated)
+    read = reads(elaborated)
     by_declaration: dict[tuple[str, int], list[ir.Node]] = {}
     for node in elaborated.nodes.values():
         kinds = elaborated.kinds.get(node.owner)
@@ -93,16 +93,18 @@ def unused(program: Program, elaborated: ir.Elaborated, sink: dx.Sink, stdlib: b
         ))
 
 
-def _read(el: ir.Elaborated) -> set[str]:
-    """Every node something reads: another node, the summary, a check, a requirement, an advice,
-    a finding, a lever, a figure, or a question (its fields, and the names its expressions use)."""
+def reads(el: ir.Elaborated, guards: bool = True) -> set[str]:
+    """Every node something reads: another node, the summary, a check, a requirement or an advice
+    (unless `guards` is false: they only guard inputs), a finding, a lever (what it sets, and the
+    names its values use), a figure, or a question (its fields, and the names its expressions use)."""
     read = {d for n in el.nodes.values() for d in n.deps}
     holes = [p.expr for f in el.findings for p in f.parts if isinstance(p, ir.Hole)]
     holes += [p.expr for lv in el.levers for p in (*lv.takes, *lv.gate) if isinstance(p, ir.Hole)]
-    exprs = [*el.summary, *(c.expr for c in el.checks), *(r.expr for r in (*el.requirements, *el.advisories)),
+    exprs = [*el.summary, *(c.expr for c in el.checks), *(r.expr for r in (*el.requirements, *el.advisories) if guards),
              *(f.expr for f in el.findings), *(lv.cond for lv in el.levers if lv.cond is not None), *holes]
     read.update(r for e in exprs for r in ir.refs(e))
     read.update(ir.node_id(*target) for lv in el.levers for target, _ in lv.targets)
+    read.update(name for lv in el.levers for _, value in lv.targets for name in _names(value))
     read.update(node for fig in el.figures for _, node in fig.roles)
     for q in el.questions:
         read.update(ir.node_id(*f) for f in _question_fields(q))
