@@ -1,7 +1,7 @@
 """Extract the engines' measured kernels from NVIDIA's aiconfigurator collections into CSV.
 
 aiconfigurator (github:ai-dynamo/aiconfigurator) publishes, per GPU and engine version, kernels as
-the engines run them, each captured in a CUDA graph and replayed. Three extractions:
+the engines run them, each captured in a CUDA graph and replayed. Four extractions:
 
 - `allreduce`: one tensor-parallel all-reduce as the engine issues it (vLLM's and SGLang's
   `tensor_model_parallel_all_reduce`, TensorRT-LLM's AllReduce with its AUTO strategy,
@@ -20,12 +20,22 @@ the engines run them, each captured in a CUDA graph and replayed. Three extracti
   FP8 W8A8 through `CutlassFP8ScaledMMLinearKernel` (collector/vllm/collect_gemm.py), at the decode
   rows M = 1, 2, 4, 8 and 16, for every N × K of the collection whose weights are 16 MB to 1.2 GB.
   Read by docs/measurements/gemm.md and tests/test_gemm_measurements.py.
+- `moe`: one MoE layer's routed experts as each engine runs them (collector/<engine>/collect_moe.py:
+  routing alignment or permutation, the two grouped GEMMs and the gated activation), tokens routed
+  evenly (`distribution = balanced`), every expert sliced over the tensor-parallel group
+  (`moe_ep_size = 1`), gated experts only, on an H100 SXM and an H200 SXM, for every expert shape of
+  the collection (hidden 2,048-7,168; 8-512 experts; top 1-22) at TP 1-32 and 1-16,384 tokens. The
+  kernels: vLLM's Triton fused MoE (BF16 unquantised, FP8 block-scaled), SGLang's Triton fused MoE
+  (the same two), TensorRT-LLM's CUTLASS MoE (BF16, FP8 per-tensor, FP8 block-scaled). `weights`
+  is the dtype name of stdlib/kinds/dtype.plan. Read by docs/measurements/moe.md and
+  tests/test_moe_measurements.py.
 
 Run once with pandas and pyarrow (not dependencies of plan), on a mirror of the repository:
 
     python bench/microbench/aiconfigurator.py allreduce MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-allreduce.csv
     python bench/microbench/aiconfigurator.py attention MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-attention.csv
     python bench/microbench/aiconfigurator.py gemm MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-gemm.csv
+    python bench/microbench/aiconfigurator.py moe MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-moe.csv
 """
 
 from __future__ import annotations
@@ -53,6 +63,15 @@ ATTENTION = [  # (gpu, engine, version, kernel_source)
 ]
 HEADS = {(32, 8), (64, 8), (32, 4), (16, 2), (8, 1)}
 GEMM = [("h100_sxm", "vllm", "0.24.0"), ("h200_sxm", "vllm", "0.24.0")]
+MOE = [  # (engine, version, kernel_source, the collection's moe_dtype, the stdlib's dtype)
+    ("vllm", "0.24.0", "vllm_unquantizedfusedmoe_triton_tritonexperts", "bfloat16", "bf16"),
+    ("vllm", "0.24.0", "vllm_fp8moe_triton_tritonexperts", "fp8_block", "fp8_block"),
+    ("sglang", "0.5.14", "sglang_fused_moe_triton", "bfloat16", "bf16"),
+    ("sglang", "0.5.14", "sglang_fused_moe_triton", "fp8_block", "fp8_block"),
+    ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "bfloat16", "bf16"),
+    ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8", "fp8"),
+    ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8_block", "fp8_block"),
+]
 GEMM_KERNELS = {"torch.nn.functional.linear": ("bf16", 2), "CutlassFP8ScaledMMLinearKernel": ("fp8", 1)}  # the CSV's name, bytes per weight
 
 
@@ -100,5 +119,20 @@ def gemm(git_dir: str, out: Any) -> None:
                               f"{float(row.latency) * 1e-3:.6e}"])
 
 
+def moe(git_dir: str, out: Any) -> None:
+    out.writerow(["gpu", "engine", "version", "weights", "tokens", "hidden", "intermediate", "experts", "topk", "tp",
+                  "seconds"])
+    for gpu in ("h100_sxm", "h200_sxm"):
+        for engine, version, kernel, collected, name in MOE:
+            frame = read(git_dir, f"{ROOT}/{gpu}/moe/{engine}/{version}/moe_perf.parquet")
+            frame = frame[(frame.kernel_source == kernel) & (frame.moe_dtype == collected)
+                          & (frame.distribution == "balanced") & (frame.moe_ep_size == 1)]
+            for row in frame.sort_values(["hidden_size", "inter_size", "num_experts", "topk", "moe_tp_size",
+                                          "num_tokens"]).itertuples():
+                out.writerow([gpu, engine, version, name, int(row.num_tokens), int(row.hidden_size), int(row.inter_size),
+                              int(row.num_experts), int(row.topk), int(row.moe_tp_size),
+                              f"{float(row.latency) * 1e-3:.5e}"])
+
+
 if __name__ == "__main__":
-    {"allreduce": allreduce, "attention": attention, "gemm": gemm}[sys.argv[1]](sys.argv[2], csv.writer(sys.stdout, lineterminator="\n"))
+    {"allreduce": allreduce, "attention": attention, "gemm": gemm, "moe": moe}[sys.argv[1]](sys.argv[2], csv.writer(sys.stdout, lineterminator="\n"))
