@@ -163,3 +163,14 @@ def test_the_model_reproduces_every_measured_layer(engine: str, weights: str) ->
     # the half width takes most of it: at TP 8-32 the model is now 6-13 % fast at the median (the
     # narrowest slices, 16-96 columns at TP 32, still run slower than width / (width + half) says)
     assert -0.14 < np.median(error[narrow]) < 0 and np.median(error[narrow]) > np.median(before[narrow]) / 3
+
+
+def test_the_expert_gemms_never_run_above_the_peak(compile_text: Callable[[str], Compilation]) -> None:
+    # TensorRT-LLM's FP8 CUTLASS MoE runs at 1.34 of the dense layers' rate; a plan that sets its own
+    # high mfu would put it above the datasheet peak, where it stops
+    text = PLAN.format(engine="trtllm", tp=1, weights="fp8").replace("tensor_parallel = 1;", "tensor_parallel = 1; mfu = 0.9;")
+    c = compile_text(text)
+    assert c.lowered is not None, [d.message for d in c.diagnostics]
+    v = c.lowered.values
+    assert float(v["d.achieved_flops"]) * 1.34 * float(v["d.expert_width_share"]) > float(v["d.compute_flops"])
+    assert v["d.expert_flops"] == v["d.compute_flops"]
