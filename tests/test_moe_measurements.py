@@ -123,6 +123,12 @@ def test_the_engine_constants_are_the_fit_of_its_measured_layers(compile_text: C
     assert float(v[f"{engine}.moe_bandwidth_share[{weights}]"]) == pytest.approx(bandwidth, abs=1e-9)
     assert float(v[f"{engine}.moe_flops_share[{weights}]"]) == pytest.approx(flops, abs=1e-9)
     assert float(v[f"{engine}.moe_half_width[{weights}]"]) == pytest.approx(half, abs=1e-9)
+    # the formats taken from this fit by assumption (engines/): FP16 runs the BF16 kernel; vLLM's and
+    # SGLang's per-tensor FP8 the block-scaled Triton kernel with one scale
+    aliases = {"bf16": ["fp16"], "fp8_block": [] if engine == "trtllm" else ["fp8"]}.get(weights, [])
+    for alias in aliases:
+        for name in ("moe_latency", "moe_bandwidth_share", "moe_flops_share", "moe_half_width"):
+            assert v[f"{engine}.{name}[{alias}]"] == v[f"{engine}.{name}[{weights}]"]
     # the deployment's routed experts are that model: Mixtral-8x7B on an H200, every expert sliced over
     # TP 8 (1,792 columns), one layer of the step's experts plus the layer's fixed time
     rows = float(v["d.iteration_rows"])
