@@ -90,9 +90,9 @@ def test_attention_without_split_kv_is_limited_by_the_pieces_in_flight(compile_t
     # its paged cache streams at the device's streaming bandwidth (docs/measurements/attention.md)
     split = values(compile_text(plan(engine="vllm", prompt=16_000, output=16), name="split.plan"))
     assert split["d.attention_bandwidth"] == split["d.achieved_bandwidth"]
-    # TensorRT-LLM keeps the PagedAttention paper's block-table gathers (Kwon et al. 2023 §7.1: +20-26 %)
+    # TensorRT-LLM's XQA streams its paged cache at 0.95 of it (docs/measurements/attention.md)
     trt = values(compile_text(plan(engine="trtllm", prompt=16_000, output=16), name="trt.plan"))
-    assert trt["d.attention_bandwidth"] == trt["d.achieved_bandwidth"] * Fraction(81, 100)
+    assert trt["d.attention_bandwidth"] == trt["d.achieved_bandwidth"] * Fraction(95, 100)
 
 
 def test_a_big_batch_pays_for_compute_and_kv_one_after_the_other(compile_text: Callable[[str], Compilation]) -> None:
@@ -104,8 +104,8 @@ def test_a_big_batch_pays_for_compute_and_kv_one_after_the_other(compile_text: C
     assert v["d.gemm_time"] > gemm_compute
     kv_time = v["d.decode_kv_bytes"] / v["d.attention_bandwidth"]
     # and each of the 512 × 2 pieces per layer (a sequence's KV head on the device) costs vLLM's
-    # FlashAttention-3 3.2 µs of an SM (docs/measurements/attention.md), shared by the 132 SMs
-    pieces = 80 * 512 * 2 * v["vllm.attention_piece_time"] / 132
+    # FlashAttention-3 3.05 µs of an SM with a BF16 cache (docs/measurements/attention.md), shared by the 132 SMs
+    pieces = 80 * 512 * 2 * v["vllm.attention_piece_time[bf16]"] / 132
     assert v["d.decode_attention_time"] == kv_time + pieces
     one_max = max(v["d.decode_bytes_per_step"] / v["d.achieved_bandwidth"], v["d.decode_flops_per_step"] / v["d.achieved_flops"])
     assert v["d.iteration_gpu_time"] > one_max * Fraction(13, 10)

@@ -11,7 +11,8 @@ the engines run them, each captured in a CUDA graph and replayed. Four extractio
   tests/test_allreduce_measurements.py.
 - `attention`: one decode-attention call as the engine runs it (vLLM's FlashAttention-3 backend
   with its KV-cache write, collector/vllm/collect_attn.py; SGLang's FA3 RadixAttention layer, which
-  writes the cache too, collector/sglang/collect_attn.py), BF16 or FP8 KV cache, head size 128, no
+  writes the cache too, collector/sglang/collect_attn.py; TensorRT-LLM's attention op of the PyTorch
+  backend, its XQA decode kernels, collector/trtllm/collect_attn.py), BF16 or FP8 KV cache, head size 128, no
   sliding window, for the per-device heads of the Llama family: 32 query and 8 KV heads
   (Llama-3.1-8B), 64 and 8 (-70B on one device), 32 and 4, 16 and 2, 8 and 1 (-70B at TP 2, 4 and
   8). `step` + 1 is the context. Read by docs/measurements/attention.md and
@@ -60,6 +61,7 @@ ALLREDUCE = [  # (gpu, engine, version): the newest collection of each engine on
 ATTENTION = [  # (gpu, engine, version, kernel_source)
     ("h100_sxm", "vllm", "0.24.0", "vllm_flash_attn_fa3"), ("h200_sxm", "vllm", "0.24.0", "vllm_flash_attn_fa3"),
     ("h100_sxm", "sglang", "0.5.14", "fa3"), ("h200_sxm", "sglang", "0.5.14", "fa3"),
+    ("h100_sxm", "trtllm", "1.3.0rc20", "torch_flow"), ("h200_sxm", "trtllm", "1.3.0rc20", "torch_flow"),
 ]
 HEADS = {(32, 8), (64, 8), (32, 4), (16, 2), (8, 1)}
 GEMM = [("h100_sxm", "vllm", "0.24.0"), ("h200_sxm", "vllm", "0.24.0")]
