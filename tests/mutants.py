@@ -193,10 +193,11 @@ class Outcome:
 
 
 MEMORY_LIMIT = 1 << 30  # bytes the compile of one mutant may add to a worker
-TIME_LIMIT = 10  # seconds per mutant
+TIME_LIMIT = 10  # seconds per mutant, at least
+SEED_FACTOR = 3  # or this many times the slowest unmutated seed takes on the same machine, if longer
 
 
-def _one(args: tuple[int, str, str]) -> Outcome:
+def _one(args: tuple[int, str, str, float]) -> Outcome:
     import signal
     import time
     import traceback
@@ -204,15 +205,15 @@ def _one(args: tuple[int, str, str]) -> Outcome:
     from planc.pipeline import compile_plan
     from planc.render_diagnostics import render_human, render_json, render_short
 
-    index, text, directory = args
+    index, text, directory, limit = args
     path = Path(directory) / f"mutant{os.getpid()}.plan"
     path.write_bytes(text.encode("utf-8", errors="surrogatepass"))
 
     def alarm(*_: object) -> None:
-        raise TimeoutError(f"over {TIME_LIMIT} s")
+        raise TimeoutError(f"over {limit:.1f} s")
 
     signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(TIME_LIMIT)
+    signal.setitimer(signal.ITIMER_REAL, limit)
     start = time.perf_counter()
     try:
         result = compile_plan(path, shown="mutant.plan")
@@ -236,7 +237,7 @@ def _one(args: tuple[int, str, str]) -> Outcome:
         return Outcome(index, -1, time.perf_counter() - start,
                        "".join(traceback.format_exception(exc))[-3000:], False)
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _init_worker() -> None:
@@ -265,8 +266,12 @@ def _peak() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def check_many(texts: list[str], workers: int | None = None) -> tuple[list[Outcome], int]:
-    """Outcomes in order, and the largest peak resident memory of a worker (bytes)."""
+def check_many(texts: list[str], workers: int | None = None) -> tuple[list[Outcome], int, float]:
+    """Outcomes in order, the largest peak resident memory of a worker (bytes), and the time one
+    mutant was allowed (s): `TIME_LIMIT`, or `SEED_FACTOR` times the slowest unmutated seed as the
+    same pool compiles it first, whichever is longer. A mutant that blows up the compiler takes far
+    longer than its seed; a machine that runs everything slower (a loaded CI runner) does not make
+    one look like it."""
     import multiprocessing
     import tempfile
 
@@ -274,9 +279,11 @@ def check_many(texts: list[str], workers: int | None = None) -> tuple[list[Outco
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with (tempfile.TemporaryDirectory(prefix="plan-mutants-") as tmp,
           ctx.Pool(workers, initializer=_init_worker, maxtasksperchild=200) as pool):
-        outcomes = pool.map(_one, [(i, t, tmp) for i, t in enumerate(texts)], chunksize=4)
+        seeds = pool.map(_one, [(i, t, tmp, 60 * TIME_LIMIT) for i, t in enumerate(SEEDS)], chunksize=1)
+        limit = max(TIME_LIMIT, SEED_FACTOR * max(o.seconds for o in seeds))
+        outcomes = pool.map(_one, [(i, t, tmp, limit) for i, t in enumerate(texts)], chunksize=4)
         peaks = pool.map(_worker_peak, range(workers * 4))
-    return outcomes, max(peaks)
+    return outcomes, max(peaks), limit
 
 
 def _worker_peak(_: int) -> int:

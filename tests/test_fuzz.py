@@ -296,16 +296,18 @@ def test_property_holds_for_the_seeds(text: str) -> None:
 def test_grammar_aware_mutants() -> None:
     """400 mutants of every example and five stdlib files (tests/mutants.py, fixed seed): no
     exception escapes, the exit code is 0, 1 or 2, exit 2 always comes with a located error, and
-    each compiles (report included) in under 10 s and 1 GB. `bench/fuzz.py` runs ten thousand."""
+    each compiles (report included) in 1 GB and in under 10 s, or three times what its slowest seed
+    takes on the same machine where that is longer. `bench/fuzz.py` runs ten thousand."""
     from .mutants import MEMORY_LIMIT, TIME_LIMIT, check_many, mutants
 
     texts = mutants(400, seed=20240612)
-    outcomes, peak = check_many(texts, workers=2)
+    outcomes, peak, limit = check_many(texts, workers=2)
+    assert limit >= TIME_LIMIT
     tracebacks = [o for o in outcomes if o.exit_code == -1]
     assert not tracebacks, f"mutant {tracebacks[0].index}:\n{texts[tracebacks[0].index][-500:]!r}\n{tracebacks[0].traceback}"
     assert {o.exit_code for o in outcomes} <= {0, 1, 2}
     unlocated = [o.index for o in outcomes if not o.located]
     assert not unlocated, f"exit 2 without a located error: {texts[unlocated[0]][-500:]!r}"
-    slow = [o for o in outcomes if o.seconds >= TIME_LIMIT]
+    slow = [o for o in outcomes if o.seconds >= limit]
     assert not slow, f"mutant {slow[0].index} took {slow[0].seconds:.1f} s"
     assert peak < MEMORY_LIMIT + (512 << 20), f"a worker peaked at {peak >> 20} MiB"
