@@ -60,6 +60,32 @@ def test_a_map_set_as_a_whole_stands_for_the_entries_the_instance_does_not_set(
     assert not bad.ok and any(d.code == "E0302" for d in bad.diagnostics)
 
 
+def test_a_derived_instance_that_sets_a_map_as_a_whole_replaces_its_bases_entries(
+        compile_text: Callable[[str], Compilation]) -> None:
+    # the nearest instance that sets an entry or the whole map decides: `c = a { load = 5 }` is 5 in
+    # every hour, a's entry for h01 included (it used to keep a's 3 there without a word); an entry
+    # of c's own still stands before its whole value
+    text = SITE.format(derive="derive total: W = sum(base * load[h] for h in hour)") + (
+        "site c = a { load = 5 }\nsite d = a { load = 5; load[h02] = 7 }\nsite e = a { base = 20 W }\n")
+    compilation = compile_text(text)
+    assert compilation.ok and compilation.lowered is not None, compilation.diagnostics
+    values = compilation.lowered.values
+    assert values["c.total"] == Fraction(150)  # 10 W × (5 + 5 + 5)
+    assert values["d.total"] == Fraction(170)  # 10 W × (5 + 5 + 7)
+    assert values["e.total"] == Fraction(100)  # 20 W × (1 + 3 + 1): a's entry and the kind's default, inherited
+    # the engines' maps alike: a derived engine's whole value is its call time for every cache format
+    engine = compile_text("""
+import "models/llama-3.1-8b"
+import "hardware/h200"
+engine mine = vllm { attention_latency = 5 us }
+traffic t { daily_active_users = 1 M users; requests_per_user = 10 requests/user/day; peak_factor = 2
+  prompt_tokens = 1000 tokens; output_tokens = 250 tokens }
+deployment d { model = llama_3_1_8b; hardware = h200; traffic = t; batch = 64; engine = mine }
+""", name="engine.plan")
+    assert engine.ok and engine.lowered is not None, engine.diagnostics
+    assert engine.lowered.values["d.attention_call_latency"] == Fraction(5, 10**6)
+
+
 def _refs(expr):  # type: ignore[no-untyped-def]
     from planc.semantics import ir
 

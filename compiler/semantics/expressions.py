@@ -146,8 +146,7 @@ class Expressions(Declarations):
         text = e.span.text
         if isinstance(e.key, ast.Name) and any(e.key.id in bound for bound in self._members):
             text = f"{e.value.span.text}[{key.member.name}]"
-        entry = next((f for _, f in inst.assignments() if len(f.target.steps) == 2
-                      and f.target.steps[0].name == name and f.target.steps[1].name == key.member.name), None)
+        entry, whole = inst.map_entry(name, key.member.name)
         entry_key = (inst.name, f"{name}[{key.member.name}]")
         for reached in (node_id, ir.node_id(inst.name, name)):  # the entry, or the map's own node
             if reached not in self.done:
@@ -157,7 +156,6 @@ class Expressions(Declarations):
         if override is not None:
             entry = ast.Field(override.span, ast.Path(override.span, ()), override, ast.Annotations(override.span))
         # the map as a whole, set in the instance (`hourly_load = 0.5`), stands for the entries it does not set
-        whole = inst.assigned().get(name)
         default = whole.value if whole is not None else spec.decl.default if isinstance(spec.decl, ast.InputDecl) else None
         if entry is None and default is not None and (inst.name, f"{name}[{key.member.name}]") not in self.overrides:
             # `input f: map[e] unit = value`: one quantity, the map's own node, that every entry the

@@ -85,6 +85,24 @@ class Instance:
             self.__dict__["_assigned"] = cached
         return cached
 
+    def map_entry(self, name: str, key: str) -> tuple[ast.Field | None, ast.Field | None]:
+        """What sets entry `key` of the map field `name`: the nearest instance of the base chain
+        that sets the entry (`name[key] = ...`) or the map as a whole (`name = ...`) decides, its
+        own entry before its whole value. Returns (entry, None), (None, whole) or, where no
+        instance sets either, (None, None): the kind's default stands. So `engine mine = vllm {
+        attention_latency = 5 us }` sets every entry of `mine`, vLLM's own entries included."""
+        inst: Instance | None = self
+        while inst is not None:
+            own = [f for f in inst.decl.fields if f.target.steps and f.target.steps[0].name == name]
+            entry = next((f for f in own if len(f.target.steps) == 2 and f.target.steps[1].name == key), None)
+            if entry is not None:
+                return entry, None
+            whole = next((f for f in own if len(f.target.steps) == 1), None)
+            if whole is not None:
+                return None, whole
+            inst = inst.base
+        return None, None
+
     def assignments(self) -> Iterator[tuple[Instance, ast.Field]]:
         inst: Instance | None = self
         while inst is not None:
