@@ -44,7 +44,7 @@ def test_owning_is_the_devices_written_off_and_the_electricity(flagship: Compila
     energy = v["chat.facility_power"] * MONTH / kwh * 0.08  # USD a month at 8 ¢/kWh
     capex = v["chat.devices"] * 33_750 / (5 * 12)  # USD a month
     assert v["chat.owned_cost_per_month"] * MONTH == pytest.approx(capex + energy, rel=1e-12)
-    assert capex + energy == pytest.approx(9.3524e6, rel=1e-3)  # against 27.93 M USD to rent
+    assert capex + energy == pytest.approx(9.5873e6, rel=1e-3)  # against 28.63 M USD to rent
     assert v["chat.owned_cost_per_month"] < v["chat.cost_per_month"] / 2
 
 
@@ -60,14 +60,14 @@ def test_the_api_costs_its_price_per_token_and_serving_pays_above_the_breakeven(
     replica_cost = 4 * v["h100_sxm.price"]  # USD/s
     breakeven = replica_cost * 1e6 / (0.88 - scaling)
     assert v["chat.api_breakeven_tokens_per_s"] == pytest.approx(breakeven, rel=1e-12)
-    assert breakeven == pytest.approx(18_879, rel=1e-3) and breakeven < tokens
+    assert breakeven == pytest.approx(21_583, rel=1e-3) and breakeven < tokens
 
 
 def test_the_fleets_carbon_is_its_energy_at_the_grids_intensity(flagship: Compilation) -> None:
     v = values(flagship)
     per_joule = 366 / 3.6e6  # g/J: 366 g/kWh
     assert v["chat.carbon_per_month"] == pytest.approx(v["chat.facility_power"] * MONTH * per_joule, rel=1e-12)
-    assert v["chat.carbon_per_month"] / 1e6 == pytest.approx(3434, rel=1e-3)  # tonnes
+    assert v["chat.carbon_per_month"] / 1e6 == pytest.approx(3521, rel=1e-3)  # tonnes
     assert v["chat.carbon_per_million_tokens"] == pytest.approx(v["chat.energy_per_token"] * 1e6 * per_joule, rel=1e-12)
 
 
@@ -78,10 +78,10 @@ def findings(c: Compilation) -> list[str]:
 
 def test_the_decision_compares_owning_and_the_api_only_when_their_prices_are_given(flagship: Compilation) -> None:
     lines = findings(flagship)
-    assert any(line.startswith("- Owning the fleet would cost [9,352,000 USD/month]") for line in lines)
-    assert any(line.startswith("- Serving beats the hosted API at [\\$0.88]") and "18.88 k tokens/s" in line
+    assert any(line.startswith("- Owning the fleet would cost [9,587,000 USD/month]") for line in lines)
+    assert any(line.startswith("- Serving beats the hosted API at [\\$0.88]") and "21.58 k tokens/s" in line
                for line in lines)
-    assert any("[3,434 tonnes](#q-chat-carbon-per-month) of CO₂ a month" in line for line in lines)
+    assert any("[3,521 tonnes](#q-chat-carbon-per-month) of CO₂ a month" in line for line in lines)
     lines = findings(compile_plan(FLAGSHIP))  # the flagship sets neither price
     assert not any("Owning" in line or "hosted API" in line or "than owning" in line for line in lines)
 

@@ -172,11 +172,11 @@ def test_the_search_sentence_names_its_best_row_and_the_declared_plan(compiled: 
     assert f"({search.evaluated} configurations, {search.feasible} of them meeting its constraints)" in first
     assert search.best_setting in first
     # the winner's values are shown as every value of the document is, as the declared plan's are
-    assert search.best_setting == "weights = fp8, tensor_parallel = 4, prefill_chunk = 2,048 tokens"
-    # the declared plan (the engine's 8,192-token chunk) costs what the search's best (2,048 tokens,
-    # the first of the tied rows) does
-    assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) "
-                               "is one of the best")
+    # the declared plan (the engine's 8,192-token chunk) is the search's best: a smaller chunk prefills
+    # a prompt in more iterations, each paying the prefill-attention call's fixed time in every layer
+    assert search.best_setting == "weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens"
+    assert declared == ("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens) "
+                        "is the search's choice.")
 
 
 def test_the_decision_opens_with_the_declared_plans_headline_and_its_failing_checks(
@@ -187,6 +187,20 @@ def test_the_decision_opens_with_the_declared_plans_headline_and_its_failing_che
     assert opening.text.startswith("As declared, the plan gives chat.devices = ")
     assert opening.text.endswith(", and 1 of its 5 checks fails (see the risks below).")
     assert (FIGURES["chat.devices"], "chat.devices") in opening.parts  # the number links to its derivation
+
+
+def test_a_declared_plan_tied_with_the_search_says_it_is_one_of_the_best(compile_text: Callable[..., Compilation]) -> None:
+    """A 16,384-token chunk prefills the flagship's prompts in the iterations an 8,192-token one does,
+    so the two rows tie; the search names the first of them, and the plan as declared is one of the best."""
+    text = FLAGSHIP.read_text(encoding="utf-8").replace("  tensor_parallel = 4\n", "  tensor_parallel = 4\n  prefill_chunk = 16384 tokens\n", 1)
+    c = compile_text(text)
+    assert c.ok and c.lowered is not None, c.diagnostics
+    search = next(a for a in c.answers if getattr(a, "kind", "") == "search")
+    assert search.best_setting == "weights = fp8, tensor_parallel = 4, prefill_chunk = 8,192 tokens"
+    assert float(c.lowered.values["chat.cost_per_month"]) == search.rows[search.best][1][0]
+    declared = build_document(c).decision.deploy[2].text
+    assert declared.startswith("The plan as declared (weights = fp8, tensor_parallel = 4, prefill_chunk = 16,384 tokens) "
+                               "is one of the best: its cost_per_month is the same, ")
 
 
 def test_a_declared_plan_worse_than_the_search_says_by_how_much(compile_text: Callable[..., Compilation]) -> None:

@@ -1,7 +1,7 @@
 """Extract the engines' measured kernels from NVIDIA's aiconfigurator collections into CSV.
 
 aiconfigurator (github:ai-dynamo/aiconfigurator) publishes, per GPU and engine version, kernels as
-the engines run them, each captured in a CUDA graph and replayed. Four extractions:
+the engines run them, each captured in a CUDA graph and replayed. Five extractions:
 
 - `allreduce`: one tensor-parallel all-reduce as the engine issues it (vLLM's and SGLang's
   `tensor_model_parallel_all_reduce`, TensorRT-LLM's AllReduce with its AUTO strategy,
@@ -17,6 +17,14 @@ the engines run them, each captured in a CUDA graph and replayed. Four extractio
   (Llama-3.1-8B), 64 and 8 (-70B on one device), 32 and 4, 16 and 2, 8 and 1 (-70B at TP 2, 4 and
   8). `step` + 1 is the context. Read by docs/measurements/attention.md and
   tests/test_attention_measurements.py.
+- `context`: one prefill-attention call as the engine runs it (collector/<engine>/collect_attn.py,
+  the context phase: vLLM's FlashAttention-3 and SGLang's FA3 backend, TensorRT-LLM's attention op
+  of the PyTorch backend), each prompt `tokens` long with no cached prefix, causal, head size 128,
+  no sliding window, the same per-device heads as `attention`, batch 1-256, prompts 1-16,384 tokens,
+  BF16 or FP8 KV cache with the attention input each engine runs for it (SGLang's FP8 kernel for an
+  FP8 cache, the others' BF16 kernels); and vLLM's FlashAttention-2 prefill on an A100 SXM (0.14.0)
+  and an L40S (0.24.0), BF16 cache, the parts FlashAttention-3 does not run on. Read by docs/measurements/attention.md and
+  tests/test_prefill_attention_measurements.py.
 - `gemm`: one weight GEMM as vLLM runs it, BF16 through `torch.nn.functional.linear` (cuBLAS) and
   FP8 W8A8 through `CutlassFP8ScaledMMLinearKernel` (collector/vllm/collect_gemm.py), at the decode
   rows M = 1, 2, 4, 8 and 16, for every N × K of the collection whose weights are 16 MB to 1.2 GB.
@@ -35,6 +43,7 @@ Run once with pandas and pyarrow (not dependencies of plan), on a mirror of the 
 
     python bench/microbench/aiconfigurator.py allreduce MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-allreduce.csv
     python bench/microbench/aiconfigurator.py attention MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-attention.csv
+    python bench/microbench/aiconfigurator.py context MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-context.csv
     python bench/microbench/aiconfigurator.py gemm MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-gemm.csv
     python bench/microbench/aiconfigurator.py moe MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-moe.csv
 """
@@ -64,6 +73,14 @@ ATTENTION = [  # (gpu, engine, version, kernel_source)
     ("h100_sxm", "trtllm", "1.3.0rc20", "torch_flow"), ("h200_sxm", "trtllm", "1.3.0rc20", "torch_flow"),
 ]
 HEADS = {(32, 8), (64, 8), (32, 4), (16, 2), (8, 1)}
+CONTEXT_ELSEWHERE = [  # vLLM's FlashAttention-2 prefill on the parts FlashAttention-3 does not run on (BF16 cache)
+    ("a100_sxm", "vllm", "0.14.0", "vllm_flash_attn"), ("l40s", "vllm", "0.24.0", "vllm_flash_attn_fa2"),
+]
+CONTEXT_FORMATS = {  # engine: the (attention input, KV cache) dtypes it runs for each cache format
+    "vllm": {("bfloat16", "bfloat16"), ("bfloat16", "fp8")},
+    "sglang": {("bfloat16", "bfloat16"), ("fp8", "fp8")},  # an FP8 cache: FlashAttention-3's FP8 kernel
+    "trtllm": {("bfloat16", "bfloat16"), ("bfloat16", "fp8")},
+}
 GEMM = [("h100_sxm", "vllm", "0.24.0"), ("h200_sxm", "vllm", "0.24.0")]
 MOE = [  # (engine, version, kernel_source, the collection's moe_dtype, the stdlib's dtype)
     ("vllm", "0.24.0", "vllm_unquantizedfusedmoe_triton_tritonexperts", "bfloat16", "bf16"),
@@ -108,6 +125,20 @@ def attention(git_dir: str, out: Any) -> None:
                           int(row.step) + 1, str(row.kv_cache_dtype), f"{float(row.latency) * 1e-3:.6e}"])
 
 
+def context(git_dir: str, out: Any) -> None:
+    out.writerow(["gpu", "engine", "version", "heads", "kv_heads", "batch", "tokens", "attention_dtype", "kv_dtype",
+                  "seconds"])
+    for gpu, engine, version, kernel in ATTENTION + CONTEXT_ELSEWHERE:
+        frame = read(git_dir, f"{ROOT}/{gpu}/attention/{engine}/{version}/context_attention_perf.parquet")
+        window = frame.window_size == 0 if "window_size" in frame else True
+        frame = frame[(frame.kernel_source == kernel) & (frame.head_dim == 128) & window & (frame.beam_width == 1)]
+        frame = frame[[(h, k) in HEADS for h, k in zip(frame.num_heads, frame.num_key_value_heads)]]
+        frame = frame[[(a, k) in CONTEXT_FORMATS[engine] for a, k in zip(frame.attn_dtype, frame.kv_cache_dtype)]]
+        for row in frame.sort_values(["num_heads", "num_key_value_heads", "kv_cache_dtype", "batch_size", "isl"]).itertuples():
+            out.writerow([gpu, engine, version, int(row.num_heads), int(row.num_key_value_heads), int(row.batch_size),
+                          int(row.isl), str(row.attn_dtype), str(row.kv_cache_dtype), f"{float(row.latency) * 1e-3:.6e}"])
+
+
 def gemm(git_dir: str, out: Any) -> None:
     out.writerow(["gpu", "engine", "version", "weights", "m", "n", "k", "weight_bytes", "seconds"])
     for gpu, engine, version in GEMM:
@@ -137,4 +168,4 @@ def moe(git_dir: str, out: Any) -> None:
 
 
 if __name__ == "__main__":
-    {"allreduce": allreduce, "attention": attention, "gemm": gemm, "moe": moe}[sys.argv[1]](sys.argv[2], csv.writer(sys.stdout, lineterminator="\n"))
+    {"allreduce": allreduce, "attention": attention, "context": context, "gemm": gemm, "moe": moe}[sys.argv[1]](sys.argv[2], csv.writer(sys.stdout, lineterminator="\n"))

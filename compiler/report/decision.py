@@ -253,7 +253,9 @@ def _search(ans: Any, b: Any, location: Any) -> list[Sentence]:
     head = (f"The plan as declared ({declared}) ", "")
     shown_value = (b.value_text(ans.objective_node), link)
     parts: tuple[tuple[str, str], ...]
-    if math.isclose(value, best, rel_tol=1e-9, abs_tol=0.0):
+    if declared == ans.best_setting:
+        parts = (head, ("is the search's choice.", ""),)
+    elif math.isclose(value, best, rel_tol=1e-9, abs_tol=0.0):
         parts = (head, (f"is one of the best: its {column[0]} is the same, ", ""), shown_value, (".", ""))
     else:
         lower_is_better = q.objective == "minimize"
