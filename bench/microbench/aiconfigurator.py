@@ -113,13 +113,18 @@ def allreduce(git_dir: str, out: Any) -> None:
                           f"{float(row.latency) * 1e-3:.6e}", f"ai-dynamo/aiconfigurator@{COMMIT}:{path}"])
 
 
+def llama_calls(frame: Any, kernel: str) -> Any:
+    """The calls of `kernel` with head size 128, no sliding window (where the table has the column)
+    and beam width 1, for the Llama family's per-device heads."""
+    window = frame.window_size == 0 if "window_size" in frame else True
+    frame = frame[(frame.kernel_source == kernel) & (frame.head_dim == 128) & window & (frame.beam_width == 1)]
+    return frame[[(h, k) in HEADS for h, k in zip(frame.num_heads, frame.num_key_value_heads)]]
+
+
 def attention(git_dir: str, out: Any) -> None:
     out.writerow(["gpu", "engine", "version", "heads", "kv_heads", "batch", "context", "kv_dtype", "seconds"])
     for gpu, engine, version, kernel in ATTENTION:
-        frame = read(git_dir, f"{ROOT}/{gpu}/attention/{engine}/{version}/generation_attention_perf.parquet")
-        frame = frame[(frame.kernel_source == kernel) & (frame.head_dim == 128) & (frame.window_size == 0)
-                      & (frame.beam_width == 1)]
-        frame = frame[[(h, k) in HEADS for h, k in zip(frame.num_heads, frame.num_key_value_heads)]]
+        frame = llama_calls(read(git_dir, f"{ROOT}/{gpu}/attention/{engine}/{version}/generation_attention_perf.parquet"), kernel)
         for row in frame.sort_values(["num_heads", "num_key_value_heads", "kv_cache_dtype", "batch_size", "step"]).itertuples():
             out.writerow([gpu, engine, version, int(row.num_heads), int(row.num_key_value_heads), int(row.batch_size),
                           int(row.step) + 1, str(row.kv_cache_dtype), f"{float(row.latency) * 1e-3:.6e}"])
@@ -129,10 +134,7 @@ def context(git_dir: str, out: Any) -> None:
     out.writerow(["gpu", "engine", "version", "heads", "kv_heads", "batch", "tokens", "attention_dtype", "kv_dtype",
                   "seconds"])
     for gpu, engine, version, kernel in ATTENTION + CONTEXT_ELSEWHERE:
-        frame = read(git_dir, f"{ROOT}/{gpu}/attention/{engine}/{version}/context_attention_perf.parquet")
-        window = frame.window_size == 0 if "window_size" in frame else True
-        frame = frame[(frame.kernel_source == kernel) & (frame.head_dim == 128) & window & (frame.beam_width == 1)]
-        frame = frame[[(h, k) in HEADS for h, k in zip(frame.num_heads, frame.num_key_value_heads)]]
+        frame = llama_calls(read(git_dir, f"{ROOT}/{gpu}/attention/{engine}/{version}/context_attention_perf.parquet"), kernel)
         frame = frame[[(a, k) in CONTEXT_FORMATS[engine] for a, k in zip(frame.attn_dtype, frame.kv_cache_dtype)]]
         for row in frame.sort_values(["num_heads", "num_key_value_heads", "kv_cache_dtype", "batch_size", "isl"]).itertuples():
             out.writerow([gpu, engine, version, int(row.num_heads), int(row.num_key_value_heads), int(row.batch_size),
