@@ -10,9 +10,12 @@ requirement on derived quantities fails, E0408), 2 the plan is invalid.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +49,7 @@ class Compilation:
     # later stage found errors: the loaded program and the elaborated graph
     program: Program | None = None
     elaborated: ir.Elaborated | None = None
+    elaborated_cleanly: bool = False  # elaboration reported no error (the graph is the whole plan's)
 
     @property
     def levers(self) -> list[LeverAnswer]:
@@ -76,7 +80,7 @@ class Compilation:
 
 def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path, str] | None = None,
                  report: bool = False, progress: Callable[[str], None] | None = None,
-                 also: Sequence[Callable[[Lowered], Any] | Later[Any]] = ()) -> Compilation:
+                 also: Sequence[Callable[[Lowered], Any] | Later[Any]] = (), answering: bool = True) -> Compilation:
     """`texts`: real paths to text that stands in for those files on disk (the language
     server's unsaved buffers). `report`: a document will be rendered from the result, so the
     levers it prices start at once, in a second process when there is one, while the questions
@@ -86,7 +90,9 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
     the input sent later (the answers' figures). `Compilation.also` gives their getters, in the
     order of `also` (`jobs.ahead_each`'s). What that process has not started when this one needs it
     is done here, but for a `Later`. `progress` is told of a step that can take over a second (the
-    CLI prints it on a terminal)."""
+    CLI prints it on a terminal). `answering=False`: the plan lowered and its checks evaluated, its
+    questions left unanswered and the summary's sensitivities not computed (`plan init`'s probes
+    of a degree read only the fleet and the exit code)."""
     shown = shown if shown is not None else str(path)
     sink = dx.Sink()
     result = Compilation(shown)
@@ -97,6 +103,7 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
     if program is not None and not sink.has_errors:
         restated(program, sink)
         elaborated = result.elaborated = elaborate(program, sink)
+        result.elaborated_cleanly = not sink.has_errors
         if not sink.has_errors:
             unused(program, elaborated, sink)
             lowered = lower(elaborated, sink)
@@ -114,7 +121,7 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
             ranges = functools.partial(_propagate, lowered)
             ahead = now + ([ranges] if ranged_ahead else []) + later
             started: list[Callable[[], Any]] = []
-            if not sink.has_errors and (elaborated.questions or elaborated.summary):
+            if answering and not sink.has_errors and (elaborated.questions or elaborated.summary):
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
                 result.answers, result.sensitivities, result.bindings, result._levers, started = answer(
@@ -131,6 +138,44 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
             if not sink.has_errors:
                 result.lowered = lowered
     result.diagnostics = sink.sorted()
+    return result
+
+
+_WRITTEN = re.compile(r"(\d+(?:\.\d+)?)(?![\d.eE_])")  # a literal's leading plain number, before its unit
+
+
+def vary(compiled: Compilation, numbers: Mapping[tuple[str, str], int]) -> Compilation | None:
+    """The plan of `compiled` with some of its numeric inputs, each written as a plain number
+    (`("chat", "tensor_parallel"): 4`), set to other numbers: its elaborated graph lowered again
+    with those literals, as the solver builds a question's numeric variants (`solve/base.py`,
+    `_substituted`), rather than the changed text loaded and elaborated anew. Its values, checks
+    and errors are those of the plan with the numbers written in; it carries no lints of
+    elaboration, no remedies and no answers (`plan init`'s probes of each degree). None when the
+    plan did not elaborate cleanly or a name is not a number the plan writes: compile the text."""
+    el = compiled.elaborated
+    if el is None or not compiled.elaborated_cleanly:
+        return None
+    nodes = dict(el.nodes)
+    for (instance, name), number in numbers.items():
+        node_id = ir.node_id(instance, name)
+        node = nodes.get(node_id)
+        written = _WRITTEN.match(node.expr.text) if node is not None and isinstance(node.expr, ir.Lit) else None
+        if node is None or not node.is_input or written is None or Fraction(written[1]) == 0:
+            return None
+        old = node.expr
+        assert isinstance(old, ir.Lit)
+        # the number in the literal's own unit (`128 tokens`, `2 ms`): its value scales as the written number
+        literal = ir.Lit(old.value * Fraction(number) / Fraction(written[1]), old.dim, old.span,
+                         f"{number}{old.text[written.end(1):]}")
+        nodes[node_id] = dataclasses.replace(node, expr=literal)
+    sink = dx.Sink()
+    variant = dataclasses.replace(el, nodes=nodes)
+    lowered = lower(variant, sink, reuse=compiled.lowered, remedies=False)
+    result = Compilation(compiled.path, source=compiled.source, program=compiled.program, elaborated=variant,
+                         elaborated_cleanly=True)
+    result.diagnostics = sink.sorted()
+    if not sink.has_errors:
+        result.lowered = lowered
     return result
 
 

@@ -188,16 +188,27 @@ def starter(model_stem: str, hardware_stem: str, users: str = "1 M users") -> st
         if problem is not None:
             raise problem
     model, hardware = _catalog(model_stem, "models"), _catalog(hardware_stem, "hardware")
-    from .pipeline import compile_plan
+    from .pipeline import compile_plan, vary
 
     errors: dict[int, Any] = {}  # tensor parallel → the first error at it
     with tempfile.TemporaryDirectory(prefix="plan-init-") as tmp:
         path = Path(tmp) / "starter.plan"
+        first: Any = None  # the plan at the first degree, compiled in full
 
         def compiled(tp: int) -> Any:
+            # the other degrees vary its elaborated graph's one number (its values, checks and
+            # errors are the full compile's); its questions are not answered: a probe reads the fleet
+            nonlocal first
+            if first is not None:
+                varied = vary(first, {(DEPLOYMENT, "tensor_parallel"): tp})
+                if varied is not None:
+                    return varied
             path.write_text(_text(model, hardware, users, tp, ""), encoding="utf-8")
             # one name for every candidate: the parse cache keeps one entry, replaced each time
-            return compile_plan(path, shown="<plan init>")
+            probe = compile_plan(path, shown="<plan init>", answering=False)
+            if first is None or not first.elaborated_cleanly:
+                first = probe
+            return probe
 
         best: tuple[float, int] | None = None  # (devices, tensor parallel)
         tried: list[tuple[int, float]] = []  # each degree that compiled, with its fleet

@@ -433,7 +433,10 @@ class Declarations:
         """Whether a field of a variant differs from the instance it varies: its definition
         reads a field the variant binds, directly or through other fields (read from the
         definitions, so a field that does not vary is never elaborated twice)."""
-        return self._name_depends(inst, name, frozenset(inst.bound))
+        on: frozenset[str] | None = inst.__dict__.get("_bound_names")  # made once: the variant's binding is fixed
+        if on is None:
+            on = inst.__dict__["_bound_names"] = frozenset(inst.bound)
+        return self._name_depends(inst, name, on)
 
     def _name_depends(self, inst: Instance, name: str, on: frozenset[str]) -> bool:
         if name in on:
@@ -484,13 +487,18 @@ class Declarations:
 
     @staticmethod
     def _leaves(inst: Instance) -> frozenset[str]:
-        names: set[str] = {"=" + n for n in inst.pinned}  # what the variant or one further out pins, marked
-        outer = inst.outer
-        while outer is not None:
-            names.update(outer.bound)
-            names.update("=" + n for n in outer.pinned)
-            outer = outer.outer
-        return frozenset(names)
+        """What the variants out to the plan's instance bind, and what they pin (marked `=`);
+        computed once per instance, whose `outer`, `bound` and `pinned` are set when it is made."""
+        found: frozenset[str] | None = inst.__dict__.get("_leaves")
+        if found is None:
+            names: set[str] = {"=" + n for n in inst.pinned}  # what the variant or one further out pins, marked
+            outer = inst.outer
+            while outer is not None:
+                names.update(outer.bound)
+                names.update("=" + n for n in outer.pinned)
+                outer = outer.outer
+            found = inst.__dict__["_leaves"] = frozenset(names)
+        return found
 
     def _bound(self, inst: Instance, spec: FieldSpec, ftype: TypeInfo | None, use: Span, text: str) -> Value | None:
         """A field a variant binds: a node whose formula is the binding, computed in the

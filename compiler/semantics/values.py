@@ -71,8 +71,12 @@ class Instance:
 
     @property
     def origin(self) -> Instance:
-        """The instance of the plan this one is a variant of (itself if it is one)."""
-        return self if self.outer is None else self.outer.origin
+        """The instance of the plan this one is a variant of (itself if it is one; computed once:
+        a variant's `outer` is set when it is made)."""
+        found = self.__dict__.get("_origin")
+        if found is None:
+            found = self.__dict__["_origin"] = self if self.outer is None else self.outer.origin
+        return found
 
     def assigned(self) -> dict[str, ast.Field]:
         """Plain field assignments, the instance's own over its base's (computed once)."""
