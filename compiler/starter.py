@@ -16,7 +16,9 @@ Contract
   SLOs, both checks hold) with the fewest devices, ties to the smaller degree. The fleet shrinks
   as a wider replica leaves more room for KV, then grows as the all-reduces and the thinner
   GEMMs cost more, so the degrees are tried in order until one after the best needs more devices
-  or fails. The degrees tried and their fleets are written in the choice's source.
+  or fails. The degrees tried and their fleets are written in the choice's source. The first
+  degree is compiled in full, the others vary its elaborated plan in that one number
+  (`pipeline.vary`: the same fleets and errors), and no probe answers the summary's questions.
   When no degree up to 64 works, `StarterProblem` says why, with the compiler's first error.
 - Nothing from the command line reaches the plan's text unchecked: stems are matched against
   the folder's files and the user count against a strict pattern.

@@ -9,7 +9,9 @@ Contract
 - `predict(row) -> Prediction` writes a plan that states the row's setup (model, accelerator,
   engine, precisions, parallelism, batch, lengths) with every other input at its stdlib default,
   compiles it with the ordinary pipeline, and reads the quantity the metric names. The plan is
-  the physics' own: nothing is fitted, and a row the physics cannot express says why.
+  the physics' own: nothing is fitted, and a row the physics cannot express says why. A row
+  whose plan differs from an earlier row's only in lengths, parallelism and batch is that plan
+  varied in those numbers (`pipeline.vary`), which predicts what compiling its own text does.
 - `score(predictions) -> list[Group]`: per group (metric × architecture × precision class, and
   each metric pooled) the count, median and p90 of |error|, the signed median bias, and for step
   times how often the roofline floor exceeds the measurement (it never may).
