@@ -10,7 +10,6 @@ requirement on derived quantities fails, E0408), 2 the plan is invalid.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -147,18 +146,18 @@ _WRITTEN = re.compile(r"(\d+(?:\.\d+)?)(?![\d.eE_])")  # a literal's leading pla
 def vary(compiled: Compilation, numbers: Mapping[tuple[str, str], int]) -> Compilation | None:
     """The plan of `compiled` with some of its numeric inputs, each written as a plain number
     (`("chat", "tensor_parallel"): 4`), set to other numbers: its elaborated graph lowered again
-    with those literals, as the solver builds a question's numeric variants (`solve/base.py`,
-    `_substituted`), rather than the changed text loaded and elaborated anew. Its values, checks
+    with those literals (`ir.with_literals`, as the solver builds a question's numeric variants),
+    rather than the changed text loaded and elaborated anew. Its values, checks
     and errors are those of the plan with the numbers written in; it carries no lints of
     elaboration, no remedies and no answers (`plan init`'s probes of each degree). None when the
     plan did not elaborate cleanly or a name is not a number the plan writes: compile the text."""
     el = compiled.elaborated
     if el is None or not compiled.elaborated_cleanly:
         return None
-    nodes = dict(el.nodes)
+    literals: dict[str, tuple[ir.Lit, Any]] = {}
     for (instance, name), number in numbers.items():
         node_id = ir.node_id(instance, name)
-        node = nodes.get(node_id)
+        node = el.nodes.get(node_id)
         written = _WRITTEN.match(node.expr.text) if node is not None and isinstance(node.expr, ir.Lit) else None
         if node is None or not node.is_input or written is None or Fraction(written[1]) == 0:
             return None
@@ -167,9 +166,9 @@ def vary(compiled: Compilation, numbers: Mapping[tuple[str, str], int]) -> Compi
         # the number in the literal's own unit (`128 tokens`, `2 ms`): its value scales as the written number
         literal = ir.Lit(old.value * Fraction(number) / Fraction(written[1]), old.dim, old.span,
                          f"{number}{old.text[written.end(1):]}")
-        nodes[node_id] = dataclasses.replace(node, expr=literal)
+        literals[node_id] = (literal, node.span)
     sink = dx.Sink()
-    variant = dataclasses.replace(el, nodes=nodes)
+    variant = ir.with_literals(el, literals)
     lowered = lower(variant, sink, reuse=compiled.lowered, remedies=False)
     result = Compilation(compiled.path, source=compiled.source, program=compiled.program, elaborated=variant,
                          elaborated_cleanly=True)

@@ -14,7 +14,7 @@ Contract
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -391,6 +391,17 @@ def instance_line(nodes: dict[str, Node], instance: str) -> Span | None:
     spans = [n.span for n in nodes.values() if n.owner == instance and n.overridden and n.is_input
              and not n.span.file.is_stdlib]
     return min(spans, key=lambda s: (str(s.file.path), s.start), default=None)
+
+
+def with_literals(elaborated: Elaborated, literals: dict[str, tuple[Lit, Span]]) -> Elaborated:
+    """The graph with each node of `literals` made an input holding that literal, written at that
+    span (a question's numeric override, a varied number of `pipeline.vary`): what the plan
+    would be with the number written there, without elaborating it again."""
+    nodes = dict(elaborated.nodes)
+    for node_id, (literal, span) in literals.items():
+        nodes[node_id] = replace(nodes[node_id], expr=literal, deps=(), is_input=True, overridden=True, interval=None,
+                                 span=span, source=None)
+    return replace(elaborated, nodes=nodes)
 
 
 def downstream(elaborated: Elaborated, node: str) -> set[str]:

@@ -20,7 +20,6 @@ Contract
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -108,16 +107,15 @@ class SolverBase:
         """The plan's graph with overridden quantities replaced by their literal values, when
         every override is a number for a quantity the plan already has."""
         el = self.base.elaborated
-        nodes = dict(el.nodes)
+        literals: dict[str, tuple[ir.Lit, Any]] = {}
         for (inst, name), e in overrides.items():
             node_id = ir.node_id(inst, name)
             node = el.nodes.get(node_id)
             value = self._quiet_expr(e) if node is not None else None
             if node is None or not isinstance(value, ir.Lit) or value.dim != node.dim:
                 return None
-            nodes[node_id] = dataclasses.replace(node, expr=value, deps=(), is_input=True, overridden=True, interval=None,
-                                                 span=e.span, source=None)
-        return dataclasses.replace(el, nodes=nodes)
+            literals[node_id] = (value, e.span)
+        return ir.with_literals(el, literals)
 
     def expr_in(self, e: ast.Expr, lowered: Lowered) -> ir.Expr | None:
         """Elaborate a question's expression against a (variant) plan."""
