@@ -111,6 +111,7 @@ class Declarations:
         self._formula: ast.Expr | None = None  # the formula of the node being elaborated (for `largest`)
         self._varying: dict[tuple[str, str, str, frozenset[str], frozenset[str]], bool] = {}
         self._varying_at: dict[Any, Instance] = {}
+        self._varies_memo: dict[tuple[str, str], bool] = {}  # (variant, field) -> `_varies`, read at every use
         self.reads: dict[str, dict[str, None]] = {}  # node -> the nodes its definition read, in order
         self.consults: dict[str, set[tuple[str, str]]] = {}  # node -> the override keys it was looked up under
         self.requests: dict[str, tuple[Any, ...]] = {}  # node -> how it is reached again
@@ -378,12 +379,14 @@ class Declarations:
         ftype = self.type_of(spec)
         if ftype is not None and ftype.tag == "map":
             return MapRef(inst, name)
+        node_id = ir.node_id(inst.name, name)
+        if self.done.get(node_id) is not None:  # made already (a variant's own node only where it varies): read it
+            return self._use(node_id, use, text or name)
         if inst.outer is not None:
             if name in inst.bound:
                 return self._bound(inst, spec, ftype, use, text or name)
             if name in inst.pinned or not self._varies(inst, name):  # the same in the variant as in the instance it varies
                 return self.field(inst.outer, name, use, text)
-        node_id = ir.node_id(inst.name, name)
         if node_id not in self.done and node_id not in self.requests:
             self.consults.setdefault(node_id, set()).add((inst.origin.name, name))
             self.requests[node_id] = ("field", inst, name)
@@ -432,11 +435,18 @@ class Declarations:
     def _varies(self, inst: Instance, name: str) -> bool:
         """Whether a field of a variant differs from the instance it varies: its definition
         reads a field the variant binds, directly or through other fields (read from the
-        definitions, so a field that does not vary is never elaborated twice)."""
+        definitions, so a field that does not vary is never elaborated twice). Memoised per
+        variant and field: nothing it reads changes during a run, and no `_name_depends` is under
+        way when it is called (that recursion reads definitions, never fields)."""
+        key = (inst.name, name)
+        found = self._varies_memo.get(key)
+        if found is not None:
+            return found
         on: frozenset[str] | None = inst.__dict__.get("_bound_names")  # made once: the variant's binding is fixed
         if on is None:
             on = inst.__dict__["_bound_names"] = frozenset(inst.bound)
-        return self._name_depends(inst, name, on)
+        found = self._varies_memo[key] = self._name_depends(inst, name, on)
+        return found
 
     def _name_depends(self, inst: Instance, name: str, on: frozenset[str]) -> bool:
         if name in on:
@@ -454,23 +464,12 @@ class Declarations:
     def _depends(self, inst: Instance, e: Any, on: frozenset[str]) -> bool:
         """Whether an expression written in `inst`'s kind reads any of the fields `on`; a
         `where` or `largest` that rebinds a field hides it from the expression it rebinds it in."""
-        if isinstance(e, ast.Name):
-            return self._name_depends(inst, e.id, on)
-        if isinstance(e, ast.Attribute):
-            return self._depends(inst, e.value, on)
-        if isinstance(e, ast.Where):
-            # `other.f where (...)` binds `other`'s fields: in this instance it reads `other` and the bindings
-            inner = on if isinstance(e.value, ast.Attribute) else on - {b.target.steps[0].name for b in e.bindings}
-            return (any(self._depends(inst, b.value, on) for b in e.bindings)
-                    or (bool(inner) and self._depends(inst, e.value, inner)))
-        if isinstance(e, ast.Call) and e.func == "largest" and e.args and isinstance(e.args[0], ast.Name):
-            inner = on - {e.args[0].id}
-            return (any(self._depends(inst, a, on) for a in e.args[1:3])
-                    or (bool(inner) and any(self._depends(inst, a, inner) for a in e.args[3:])))
-        if isinstance(e, tuple):
-            return any(self._depends(inst, item, on) for item in e)
-        if dataclasses.is_dataclass(e) and not isinstance(e, (ast.Number, Span)):
-            return any(self._depends(inst, getattr(e, f.name), on) for f in dataclasses.fields(e) if f.name != "span")
+        for name, hidden in _reads(e):
+            if hidden is None:
+                if self._name_depends(inst, name, on):
+                    return True
+            elif (inner := on - hidden) and self._name_depends(inst, name, inner):
+                return True
         return False
 
     @staticmethod
@@ -751,3 +750,46 @@ class Declarations:
             if isinstance(decl, ast.KindDecl):
                 words |= {item.name for item in kind_fields(decl.items)}
         return words
+
+
+_READS: dict[int, tuple[Any, tuple[tuple[str, frozenset[str] | None], ...]]] = {}
+
+
+def _reads(e: Any) -> tuple[tuple[str, frozenset[str] | None], ...]:
+    """The names an expression reads, in the order `_depends` asks of them, each with the fields
+    hidden from it by the `where`s and `largest`s around it (None: inside none of them).
+    Made once per expression: `_depends` asks it of the same definitions in every variant."""
+    seen = _READS.get(id(e))
+    if seen is not None and seen[0] is e:
+        return seen[1]
+    found: list[tuple[str, frozenset[str] | None]] = []
+    _collect(e, None, found)
+    if len(_READS) > 200_000:  # expressions of programs compiled before in this process (the language server)
+        _READS.clear()
+    _READS[id(e)] = (e, tuple(found))
+    return _READS[id(e)][1]
+
+
+def _collect(e: Any, hidden: frozenset[str] | None, out: list[tuple[str, frozenset[str] | None]]) -> None:
+    if isinstance(e, ast.Name):
+        out.append((e.id, hidden))
+    elif isinstance(e, ast.Attribute):
+        _collect(e.value, hidden, out)
+    elif isinstance(e, ast.Where):
+        # `other.f where (...)` binds `other`'s fields: in this instance it reads `other` and the bindings
+        for b in e.bindings:
+            _collect(b.value, hidden, out)
+        outer = hidden or frozenset()
+        _collect(e.value, outer if isinstance(e.value, ast.Attribute) else outer | {b.target.steps[0].name for b in e.bindings}, out)
+    elif isinstance(e, ast.Call) and e.func == "largest" and e.args and isinstance(e.args[0], ast.Name):
+        for a in e.args[1:3]:
+            _collect(a, hidden, out)
+        for a in e.args[3:]:
+            _collect(a, (hidden or frozenset()) | {e.args[0].id}, out)
+    elif isinstance(e, tuple):
+        for item in e:
+            _collect(item, hidden, out)
+    elif dataclasses.is_dataclass(e) and not isinstance(e, (ast.Number, Span)):
+        for f in dataclasses.fields(e):
+            if f.name != "span":
+                _collect(getattr(e, f.name), hidden, out)
