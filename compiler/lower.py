@@ -170,12 +170,12 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
             changed.add(node_id)
             continue
         node = elaborated.nodes[node_id]
-        if any(d in failed for d in node.deps) or (ir.is_search(node.expr) and any(
+        if not failed.isdisjoint(node.deps) or (ir.is_search(node.expr) and any(
                 d in failed or d not in out.values for d in ir.search_inputs(elaborated, node_id))):
             failed.add(node_id)
             continue
         old = reuse.elaborated.nodes.get(node_id) if reuse is not None else None
-        if (old is not None and node_id in reuse.values and not any(d in changed for d in node.deps)  # type: ignore[union-attr]
+        if (old is not None and node_id in reuse.values and changed.isdisjoint(node.deps)  # type: ignore[union-attr]
                 and (old is node or old.expr == node.expr)):
             out.values[node_id] = reuse.values[node_id]  # type: ignore[union-attr]
             continue

@@ -81,10 +81,10 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
                 values[node_id] = fixed[node_id]
                 continue
             node = elaborated.nodes[node_id]
-            if node_id in base and not any(d in varying for d in node.deps):
+            if node_id in base and varying.isdisjoint(node.deps):
                 values[node_id] = _scalar(base[node_id])
                 continue
-            if node_id not in base and not any(d in varying for d in node.deps):
+            if node_id not in base and varying.isdisjoint(node.deps):
                 values[node_id] = np.nan  # failed in the base plan and unaffected by what varies
                 continue
             varying.add(node_id)

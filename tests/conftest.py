@@ -29,7 +29,8 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh private cache directory for one test, with every cached handle on it (the
-    directory, its signing key, the parser built from its tables) forgotten before and after."""
+    directory, its signing key, the parser built from its tables, the files this process
+    parsed) forgotten before and after."""
     from planc import cachedir
     from planc.syntax import parser
 
@@ -37,6 +38,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
         cache_directory.cache_clear()
         cachedir._key.cache_clear()
         parser._parser.cache_clear()
+        parser.forget()
 
     directory = tmp_path / "cache"
     monkeypatch.setenv("PLAN_CACHE_DIR", str(directory))

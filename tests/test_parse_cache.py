@@ -17,9 +17,21 @@ def test_a_cached_parse_equals_a_fresh_one(cache_dir: Path) -> None:
     first, problems = parser.parse(SourceFile("t.plan", TEXT))
     assert first is not None and not problems
     assert len(list(cache_dir.glob("*.ast"))) == 1
+    parser.forget()  # as a new process would: from the cache on disk, not this process's parse
     second, _ = parser.parse(SourceFile("t.plan", TEXT))
     assert second is not None and second is not first
     assert repr(second.statements) == repr(first.statements)
+
+
+def test_a_file_parsed_in_this_process_is_the_same_module_until_its_text_changes(cache_dir: Path) -> None:
+    first, _ = parser.parse(SourceFile("t.plan", TEXT))
+    again, problems = parser.parse(SourceFile("t.plan", TEXT))
+    assert again is first and not problems
+    assert parser.parse(SourceFile("u.plan", TEXT))[0] is not first  # another path: its own spans
+    edited, _ = parser.parse(SourceFile("t.plan", TEXT + "let b = 1 GB\n"))
+    assert edited is not None and edited is not first and len(edited.statements) == len(first.statements) + 1
+    (cache_dir / cache._entry(SourceFile("t.plan", TEXT))).unlink()
+    assert parser.parse(SourceFile("t.plan", TEXT))[0] is first  # from memory, whatever the disk holds
 
 
 def test_changed_text_misses(cache_dir: Path) -> None:

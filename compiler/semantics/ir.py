@@ -407,8 +407,9 @@ def with_literals(elaborated: Elaborated, literals: dict[str, tuple[Lit, Span]])
 def downstream(elaborated: Elaborated, node: str) -> set[str]:
     """The node and every node that depends on it, transitively."""
     out = {node}
+    nodes = elaborated.nodes
     for node_id in elaborated.order:
-        if any(d in out for d in elaborated.nodes[node_id].deps):
+        if not out.isdisjoint(nodes[node_id].deps):
             out.add(node_id)
     return out
 

@@ -4,7 +4,10 @@ Contract
 - `parse(file) -> (Module | None, diagnostics)`. On a syntax error the module is None and there
   is exactly one diagnostic (LALR stops at the first error): what was expected, in words, what
   was found, and — at end of file — which block is still open and where it was opened.
-- A file parsed before comes from the parse cache (`cache.py`); Lark and the AST builder are
+- A file this process has parsed (or loaded) before, with the same path and text, is the same
+  `Module` again (`_PARSED`, the last 256 files: ASTs are immutable, and a validation run or a
+  test session compiles the stdlib hundreds of times); `forget()` empties it. Otherwise a file
+  parsed before comes from the parse cache (`cache.py`); Lark and the AST builder are
   imported only when something must be parsed, so a compile whose files are all cached never
   loads them. The grammar (`grammar/plan.lark`, loaded from the installed package) is compiled
   once per process. Newlines end statements; `_Continuations` drops the newlines inside brackets, after
@@ -14,6 +17,7 @@ Contract
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 from collections.abc import Iterator
@@ -133,8 +137,14 @@ def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
     long_lines = _long_lines(file)
     if long_lines:
         return None, long_lines
+    key = (file.path, file.is_stdlib, file.text)
+    known = _PARSED.get(key)
+    if known is not None:
+        _PARSED.move_to_end(key)
+        return known, []
     cached = _cache.load(file)
     if cached is not None:
+        _remember(key, cached)
         return cached, []
     from lark.exceptions import UnexpectedInput
 
@@ -152,7 +162,22 @@ def parse(file: SourceFile) -> tuple[ast.Module | None, list[dx.Diagnostic]]:
     module, problems = build(tree, file)
     if module is not None and not problems:
         _cache.store(file, module)
+        _remember(key, module)
     return module, problems
+
+
+_PARSED: collections.OrderedDict[tuple[str, bool, str], ast.Module] = collections.OrderedDict()
+
+
+def _remember(key: tuple[str, bool, str], module: ast.Module) -> None:
+    _PARSED[key] = module
+    while len(_PARSED) > 256:
+        _PARSED.popitem(last=False)
+
+
+def forget() -> None:
+    """Parse every file again (from the parse cache or the text): a test of those paths."""
+    _PARSED.clear()
 
 
 def _long_lines(file: SourceFile) -> list[dx.Diagnostic]:
