@@ -33,6 +33,7 @@ import numpy as np
 
 from .builtins import FUNCTIONS
 from .exact import bisect
+from .identity import ByIdentity
 from .semantics import ir
 
 Array = Any  # numpy array or float
@@ -479,19 +480,15 @@ def _evaluate(expr: ir.Expr, values: dict[str, Array], ops: dict[str, Callable[[
     return _literal(expr)  # type: ignore[arg-type]
 
 
-_LITERALS: dict[int, tuple[ir.Lit, Any]] = {}
+_LITERALS: ByIdentity[Any] = ByIdentity(100_000)
 
 
 def _literal(lit: ir.Lit) -> Any:
     """A literal's value as a float (or bool), converted from its exact fraction once."""
-    seen = _LITERALS.get(id(lit))
-    if seen is not None and seen[0] is lit:
-        return seen[1]
-    value = bool(lit.value) if lit.dim == ir.BOOL else float(lit.value)
-    if len(_LITERALS) > 100_000:  # literals of plans compiled before in this process (the language server)
-        _LITERALS.clear()
-    _LITERALS[id(lit)] = (lit, value)
-    return value
+    seen = _LITERALS.get(lit)
+    if seen is not None:
+        return seen
+    return _LITERALS.put(lit, bool(lit.value) if lit.dim == ir.BOOL else float(lit.value))
 
 
 _OPS: dict[str, Callable[[list[Array]], Array]] = {

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import diagnostics as dx
 from ..figure_roles import FIGURES
+from ..identity import ByIdentity
 from ..source import Span
 from ..syntax import ast
 from . import ir
@@ -752,22 +753,19 @@ class Declarations:
         return words
 
 
-_READS: dict[int, tuple[Any, tuple[tuple[str, frozenset[str] | None], ...]]] = {}
+_READS: ByIdentity[tuple[tuple[str, frozenset[str] | None], ...]] = ByIdentity(200_000)
 
 
 def _reads(e: Any) -> tuple[tuple[str, frozenset[str] | None], ...]:
     """The names an expression reads, in the order `_depends` asks of them, each with the fields
     hidden from it by the `where`s and `largest`s around it (None: inside none of them).
     Made once per expression: `_depends` asks it of the same definitions in every variant."""
-    seen = _READS.get(id(e))
-    if seen is not None and seen[0] is e:
-        return seen[1]
+    seen = _READS.get(e)
+    if seen is not None:
+        return seen
     found: list[tuple[str, frozenset[str] | None]] = []
     _collect(e, None, found)
-    if len(_READS) > 200_000:  # expressions of programs compiled before in this process (the language server)
-        _READS.clear()
-    _READS[id(e)] = (e, tuple(found))
-    return _READS[id(e)][1]
+    return _READS.put(e, tuple(found))
 
 
 def _collect(e: Any, hidden: frozenset[str] | None, out: list[tuple[str, frozenset[str] | None]]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import diagnostics as dx
 from ..builtins import FUNCTIONS
+from ..identity import ByIdentity
 from ..source import Span
 from ..syntax import ast
 from . import ir
@@ -41,7 +42,7 @@ REDUCTIONS = ("sum", "max", "min")
 """What `f(body for h in enum)` may take over an enumeration's members."""
 
 
-_NUMBERS: dict[int, tuple[ast.Number, ir.Lit]] = {}
+_NUMBERS: ByIdentity[ir.Lit] = ByIdentity(100_000)
 """A number written in a program → its literal (immutable), made once: a formula is elaborated in
 every variant of its instance that reads a bound field."""
 
@@ -239,9 +240,9 @@ class Expressions(Declarations):
         return scope.assigned().get(root.id)
 
     def _number(self, e: ast.Number, scope: Instance | None) -> Value | None:
-        made = _NUMBERS.get(id(e))  # the same literal in every variant that elaborates its formula
-        if made is not None and made[0] is e:
-            return made[1]
+        made = _NUMBERS.get(e)  # the same literal in every variant that elaborates its formula
+        if made is not None:
+            return made
         try:
             scale, dim = parse_unit(e.units)
         except UnitError as exc:
@@ -252,11 +253,7 @@ class Expressions(Declarations):
             self.sink.add(dx.OVERFLOW.at(e.span, "too large", name=e.text, detail="beyond ±1.8e308",
                                          help="check the exponent: values are kept in base units and must stay within ±1.8e308"))
             return None
-        lit = ir.Lit(value, dim, e.span, e.span.text)
-        if len(_NUMBERS) > 100_000:  # literals of programs compiled before in this process (the language server)
-            _NUMBERS.clear()
-        _NUMBERS[id(e)] = (e, lit)
-        return lit
+        return _NUMBERS.put(e, ir.Lit(value, dim, e.span, e.span.text))
 
     def _bool(self, e: ast.Bool, scope: Instance | None) -> Value | None:
         return ir.StaticBool(e.value, e.span)
