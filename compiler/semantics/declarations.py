@@ -113,6 +113,10 @@ class Declarations:
         self._varying: dict[tuple[str, str, str, frozenset[str], frozenset[str]], bool] = {}
         self._varying_at: dict[Any, Instance] = {}
         self._varies_memo: dict[tuple[str, str], bool] = {}  # (variant, field) -> `_varies`, read at every use
+        # (instance, field) -> the made node it reads as: its own, or, for a field a variant does not
+        # vary, the node of the instance it varies; set once that node is made (a node once made
+        # stays made, and which fields a variant varies is fixed for the run)
+        self._made: dict[tuple[str, str], str] = {}
         self.reads: dict[str, dict[str, None]] = {}  # node -> the nodes its definition read, in order
         self.consults: dict[str, set[tuple[str, str]]] = {}  # node -> the override keys it was looked up under
         self.requests: dict[str, tuple[Any, ...]] = {}  # node -> how it is reached again
@@ -376,18 +380,26 @@ class Declarations:
 
     # ---- fields and nodes -----------------------------------------------------------------
     def field(self, inst: Instance, name: str, use: Span, text: str | None = None) -> Value | None:
+        made = self._made.get((inst.name, name))
+        if made is not None:  # read before, as this node: read it again
+            return self._use(made, use, text or name)
         spec = inst.kind.fields[name]
         ftype = self.type_of(spec)
         if ftype is not None and ftype.tag == "map":
             return MapRef(inst, name)
         node_id = ir.node_id(inst.name, name)
         if self.done.get(node_id) is not None:  # made already (a variant's own node only where it varies): read it
+            self._made[inst.name, name] = node_id
             return self._use(node_id, use, text or name)
         if inst.outer is not None:
             if name in inst.bound:
                 return self._bound(inst, spec, ftype, use, text or name)
             if name in inst.pinned or not self._varies(inst, name):  # the same in the variant as in the instance it varies
-                return self.field(inst.outer, name, use, text)
+                value = self.field(inst.outer, name, use, text)
+                made = self._made.get((inst.outer.name, name))
+                if made is not None:
+                    self._made[inst.name, name] = made
+                return value
         if node_id not in self.done and node_id not in self.requests:
             self.consults.setdefault(node_id, set()).add((inst.origin.name, name))
             self.requests[node_id] = ("field", inst, name)
