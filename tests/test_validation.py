@@ -4,7 +4,7 @@
   or a page's URL.
 - The set is what issue 13 asks for: at least 150 rows from at least four independent sources,
   MHA, GQA, MoE and MLA models, three or more GPU types.
-- On the stratified CI sample (`plan validate --sample 6`, 259 rows, 99 s on two cores, within
+- On the stratified CI sample (`plan validate --sample 6`, 259 rows, 96-99 s on two cores, within
   issue 13's two minutes; bench/README.md says where the time goes), no group's median |error| is
   worse than recorded in validation/baseline-sample.json, the sample has every group of the full
   set, and the roofline floor (datasheet peaks, no overheads) is never above a measured step.
