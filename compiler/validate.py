@@ -241,6 +241,13 @@ torchao/_models/llama/generate.py). Their rows are planned with `embeddings` at 
 the head streams at it (the embedding table, a lookup, stays 16-bit, which the plan's memory ignores)."""
 
 
+HELD_BATCH = frozenset({"static_throughput", "max_throughput", "ttft", "prefill", "decode_step"})
+"""Metrics measured on a batch held together (planned with `static_batching = true`): the static-batch
+tables, in-flight batching with every request submitted at once, a prefill or first token timed alone
+or in one batch, and a decode step of a fixed batch. `itl` (a fixed concurrency, each finished request
+replaced) and `e2e_latency` (its wait and its decodes both read from the continuous model) are not."""
+
+
 def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, tuple[str, str]]) -> tuple[str | None, str]:
     """The plan that states the row's setup, or None and why it cannot be stated."""
     metric = row["metric"]
@@ -268,10 +275,16 @@ def plan_text(row: Row, models: dict[str, tuple[str, str]], hardware: dict[str, 
     engine = engine_of(row)
     if engine not in profiles():
         return None, f"engine profile {engine} is not in the catalog"
-    static = "true" if metric in ("static_throughput", "max_throughput", "ttft", "prefill") and batch > 1 else "false"
+    # A benchmark that holds its batch — every request there from the start, none arriving while it
+    # runs — is a static batch, at any batch size: it has no arrivals whose prompts the iterations
+    # must keep up with (continuous batching's `prefill_keeps_up`, which a batch-1 32k-token prompt
+    # or 512 decodes at 8k would fail). A prefill's time and a decode step's are the same either way.
+    static = "true" if metric in HELD_BATCH else "false"
     total = int(float(prompt)) + int(float(output))
     # the measured batch is the batch, except where the engine decides it (all requests at once)
     cap = "" if metric == "max_throughput" else f"  max_num_seqs = {max(batch, 1)}\n"
+    if metric == "decode_step" and context:  # the KV each sequence holds when the step was timed
+        cap += f"  running_context = {context} tokens\n"
     if metric == "itl":  # a closed loop of `batch`: the others' completions bring the prompts a request's decodes share iterations with
         cap += f"  arrival_batch = {max(batch, 1) - 1}\n"
     kind, base = models[model]
@@ -365,7 +378,7 @@ def _predict_one(row: Row) -> Prediction:
 # the numbers a row's plan writes that differ between rows of one table (lengths, parallelism,
 # batch): rows whose plans differ only in these share one elaboration, varied (`pipeline.vary`)
 _VARIED = re.compile(r"^  (prompt_tokens|output_tokens|tensor_parallel|pipeline_parallel|expert_parallel|batch"
-                     r"|max_num_seqs|arrival_batch|context) = (\d+)\b", re.MULTILINE)
+                     r"|max_num_seqs|arrival_batch|running_context|context) = (\d+)\b", re.MULTILINE)
 _BASES: collections.OrderedDict[str, Compilation] = collections.OrderedDict()  # shape → its plan compiled in full
 _KEPT = 8  # the shapes kept: rows come table by table
 

@@ -257,3 +257,32 @@ def test_an_itl_row_is_a_closed_loop_whose_iterations_carry_the_other_requests_p
     assert predicted["itl", 1] == pytest.approx(predicted["decode_step", 1], rel=1e-12)
     # 490 prompt tokens an iteration at 70B FP8 on two H100s: far more than the decode step's time again
     assert predicted["itl", 50] > 1.5 * predicted["decode_step", 50]
+
+
+def _held_row(metric: str, batch: int, prompt: int, output: int, context: str = "") -> v.Row:
+    fields = dict.fromkeys(HEADER, "")
+    fields.update({"id": f"held-{metric}-b{batch}-{prompt}-{output}-{context or 'x'}", "metric": metric, "value": "1",
+                   "unit": "ms", "model": "llama-3.1-8b", "gpu": "h200", "gpus": "1", "tp": "1", "pp": "1",
+                   "engine": "vllm", "weights": "bf16", "compute": "bf16", "kv": "bf16", "batch": str(batch),
+                   "input_tokens": str(prompt), "output_tokens": str(output), "context": context,
+                   "source": "https://e", "quote": "q"})
+    return v.Row("r.csv", 2, fields)
+
+
+def test_a_held_batch_is_scored_at_any_batch_and_length() -> None:
+    """A decode step timed on a fixed batch, or one prompt's prefill, has no arrivals: it is planned as a
+    static batch, so continuous batching's `prefill_keeps_up` (prompts arriving faster than the token
+    budget prefills them) cannot refuse a row that ran. Before, 512 decodes at 8k tokens, one decode at
+    32k and one 32k-token prompt each failed to compile and went unscored; a stated `context` is the
+    KV each decoding sequence holds (`running_context`)."""
+    rows = [_held_row("decode_step", 512, 0, 0, "8192"), _held_row("decode_step", 1, 0, 0, "32768"),
+            _held_row("decode_step", 1, 0, 0, "1024"), _held_row("decode_step", 256, 8192, 128),
+            _held_row("ttft", 1, 32768, 1), _held_row("prefill", 1, 32768, 1)]
+    predicted = v.predict(rows)
+    assert [p.problem for p in predicted] == [None] * len(rows)
+    long, short = predicted[1].predicted, predicted[2].predicted
+    assert long is not None and short is not None and long > short  # 32k tokens of KV read against 1k
+    # Llama-3.1-8B's KV is 131,072 B a token: 31,744 more tokens on an H200 stream in at most the
+    # datasheet's 4.8 TB/s, and the step's other work does not change
+    assert (long - short) * 1e-3 >= 31_744 * 131_072 / 4.8e12
+    assert predicted[4].predicted == predicted[5].predicted  # the first token comes out of the prefill
