@@ -62,7 +62,7 @@ METRICS: dict[str, tuple[str, float]] = {
 UNITS = {"decode_step": "ms", "itl": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms",
          "max_throughput": "tokens/s"}
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm",  # NIM runs TensorRT-LLM
-           "gpt-fast": "pytorch", "torchao": "pytorch"}  # any other engine: scored as vLLM
+           "gpt-fast": "pytorch", "torchao": "pytorch", "pytorch": "pytorch"}  # any other engine: scored as vLLM
 _TRTLLM_0_9 = re.compile(r"^v?0\.[0-9]([^0-9]|$)")  # 0.5-0.9: the releases before XQA was the GQA default
 _TRTLLM_0_18 = re.compile(r"^v?0\.1[0-8]([^0-9]|$)")  # 0.10-0.18: trtllm-bench on TensorRT engines
 
@@ -103,6 +103,10 @@ _NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)", re.M)
 
 
+_NAMES = frozenset({"metric", "model", "gpu", "engine", "weights", "compute", "kv", "profile"})
+_ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm"}
+
+
 @dataclass(frozen=True)
 class Row:
     file: str
@@ -110,7 +114,11 @@ class Row:
     fields: dict[str, str]
 
     def __getitem__(self, key: str) -> str:
-        return self.fields.get(key, "").strip()
+        value = self.fields.get(key, "").strip()
+        if key in _NAMES:  # catalog names and formats: `H200`, `BF16`, `TensorRT-LLM` as the stems they are
+            value = value.lower()
+            return _ENGINE_ALIASES.get(value, value) if key == "engine" else value
+        return value
 
     @property
     def id(self) -> str:

@@ -286,3 +286,12 @@ def test_a_held_batch_is_scored_at_any_batch_and_length() -> None:
     # datasheet's 4.8 TB/s, and the step's other work does not change
     assert (long - short) * 1e-3 >= 31_744 * 131_072 / 4.8e12
     assert predicted[4].predicted == predicted[5].predicted  # the first token comes out of the prefill
+
+
+def test_a_rows_names_are_read_whatever_their_case() -> None:
+    row = _held_row("decode_step", 1, 0, 0, "1024")
+    shouted = v.Row("r.csv", 2, {**row.fields, "metric": "Decode_Step", "model": "Llama-3.1-8B", "gpu": "H200",
+                                 "engine": "TensorRT-LLM", "weights": "BF16", "compute": "BF16", "kv": "BF16"})
+    assert v.engine_of(shouted) == "trtllm" and shouted["gpu"] == "h200"
+    models, hardware = v._catalogs()
+    assert v.plan_text(shouted, models, hardware)[0] == v.plan_text(v.Row("r.csv", 2, {**row.fields, "engine": "trtllm"}), models, hardware)[0]
