@@ -27,7 +27,9 @@ the engines run them, each captured in a CUDA graph and replayed. Five extractio
   tests/test_prefill_attention_measurements.py.
 - `gemm`: one weight GEMM as vLLM runs it, BF16 through `torch.nn.functional.linear` (cuBLAS) and
   FP8 W8A8 through `CutlassFP8ScaledMMLinearKernel` (collector/vllm/collect_gemm.py), at the decode
-  rows M = 1, 2, 4, 8 and 16, for every N × K of the collection whose weights are 16 MB to 1.2 GB.
+  rows M = 1, 2, 4, 8 and 16, for every N × K of the collection whose weights are 16 MB to 1.2 GB:
+  vLLM 0.24.0 on an H100 SXM and an H200 SXM (both), an L40S (BF16), and vLLM 0.14.0 on an A100 SXM
+  (BF16, which that collection names `vllm_default`).
   Read by docs/measurements/gemm.md and tests/test_gemm_measurements.py.
 - `moe`: one MoE layer's routed experts as each engine runs them (collector/<engine>/collect_moe.py:
   routing alignment or permutation, the two grouped GEMMs and the gated activation), tokens routed
@@ -81,7 +83,12 @@ CONTEXT_FORMATS = {  # engine: the (attention input, KV cache) dtypes it runs fo
     "sglang": {("bfloat16", "bfloat16"), ("fp8", "fp8")},  # an FP8 cache: FlashAttention-3's FP8 kernel
     "trtllm": {("bfloat16", "bfloat16"), ("bfloat16", "fp8")},
 }
-GEMM = [("h100_sxm", "vllm", "0.24.0"), ("h200_sxm", "vllm", "0.24.0")]
+GEMM = [  # (gpu, engine, version, the kernels kept): BF16 and FP8 on the Hopper parts, BF16 on the parts without FP8 rows of their own
+    ("h100_sxm", "vllm", "0.24.0", ("torch.nn.functional.linear", "CutlassFP8ScaledMMLinearKernel")),
+    ("h200_sxm", "vllm", "0.24.0", ("torch.nn.functional.linear", "CutlassFP8ScaledMMLinearKernel")),
+    ("a100_sxm", "vllm", "0.14.0", ("vllm_default",)),  # the 0.14.0 collection names its BF16 F.linear so
+    ("l40s", "vllm", "0.24.0", ("torch.nn.functional.linear",)),
+]
 MOE = [  # (engine, version, kernel_source, the collection's moe_dtype, the stdlib's dtype)
     ("vllm", "0.24.0", "vllm_unquantizedfusedmoe_triton_tritonexperts", "bfloat16", "bf16"),
     ("vllm", "0.24.0", "vllm_fp8moe_triton_tritonexperts", "fp8_block", "fp8_block"),
@@ -91,7 +98,8 @@ MOE = [  # (engine, version, kernel_source, the collection's moe_dtype, the stdl
     ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8", "fp8"),
     ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8_block", "fp8_block"),
 ]
-GEMM_KERNELS = {"torch.nn.functional.linear": ("bf16", 2), "CutlassFP8ScaledMMLinearKernel": ("fp8", 1)}  # the CSV's name, bytes per weight
+GEMM_KERNELS = {"torch.nn.functional.linear": ("bf16", 2), "vllm_default": ("bf16", 2),
+                "CutlassFP8ScaledMMLinearKernel": ("fp8", 1)}  # the CSV's name, bytes per weight
 
 
 def read(git_dir: str, path: str) -> Any:
@@ -143,9 +151,10 @@ def context(git_dir: str, out: Any) -> None:
 
 def gemm(git_dir: str, out: Any) -> None:
     out.writerow(["gpu", "engine", "version", "weights", "m", "n", "k", "weight_bytes", "seconds"])
-    for gpu, engine, version in GEMM:
+    for gpu, engine, version, kernels in GEMM:
         frame = read(git_dir, f"{ROOT}/{gpu}/gemm/{engine}/{version}/gemm_perf.parquet")
-        frame = frame[frame.kernel_source.isin(list(GEMM_KERNELS)) & frame.m.isin([1, 2, 4, 8, 16])]
+        frame = frame[frame.kernel_source.isin(list(kernels)) & frame.m.isin([1, 2, 4, 8, 16])
+                      & ((frame.kernel_source != "vllm_default") | (frame.gemm_dtype == "bfloat16"))]
         for row in frame.sort_values(["kernel_source", "n", "k", "m"]).itertuples():
             name, width = GEMM_KERNELS[row.kernel_source]
             size = int(row.n) * int(row.k) * width
