@@ -31,6 +31,10 @@ the engines run them, each captured in a CUDA graph and replayed. Five extractio
   vLLM 0.24.0 on an H100 SXM and an H200 SXM (both), an L40S (BF16), and vLLM 0.14.0 on an A100 SXM
   (BF16, which that collection names `vllm_default`).
   Read by docs/measurements/gemm.md and tests/test_gemm_measurements.py.
+- `dense`: TensorRT-LLM 1.3.0rc20's NVFP4 weight GEMMs (its Linear, which quantises the BF16 input to
+  FP4 blocks as every forward does; collector/trtllm/collect_gemm.py) on a B200 and a GB200, at 2,048
+  rows and more with N and K of 4,096 or more. Read by docs/measurements/gemm.md and
+  tests/test_gemm_measurements.py.
 - `moe`: one MoE layer's routed experts as each engine runs them (collector/<engine>/collect_moe.py:
   routing alignment or permutation, the two grouped GEMMs and the gated activation), tokens routed
   evenly (`distribution = balanced`), every expert sliced over the tensor-parallel group
@@ -47,6 +51,7 @@ Run once with pandas and pyarrow (not dependencies of plan), on a mirror of the 
     python bench/microbench/aiconfigurator.py attention MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-attention.csv
     python bench/microbench/aiconfigurator.py context MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-context.csv
     python bench/microbench/aiconfigurator.py gemm MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-gemm.csv
+    python bench/microbench/aiconfigurator.py dense MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-dense-fp4.csv
     python bench/microbench/aiconfigurator.py moe MIRROR_GIT_DIR > bench/microbench/results/aiconfigurator-moe.csv
 """
 
@@ -98,6 +103,7 @@ MOE = [  # (engine, version, kernel_source, the collection's moe_dtype, the stdl
     ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8", "fp8"),
     ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8_block", "fp8_block"),
 ]
+DENSE_PARTS = ("b200_sxm", "gb200")  # TensorRT-LLM 1.3.0rc20's NVFP4 GEMMs at large M (`dense`)
 GEMM_KERNELS = {"torch.nn.functional.linear": ("bf16", 2), "vllm_default": ("bf16", 2),
                 "CutlassFP8ScaledMMLinearKernel": ("fp8", 1)}  # the CSV's name, bytes per weight
 
@@ -163,6 +169,18 @@ def gemm(git_dir: str, out: Any) -> None:
                               f"{float(row.latency) * 1e-3:.6e}"])
 
 
+def dense(git_dir: str, out: Any) -> None:
+    """TensorRT-LLM's NVFP4 GEMMs on Blackwell at a layer's large shapes (2,048 rows and more, N and
+    K of 4,096 or more): the rate its dense GEMMs reach in prefill and large batches."""
+    out.writerow(["gpu", "engine", "version", "weights", "m", "n", "k", "seconds"])
+    for gpu in DENSE_PARTS:
+        frame = read(git_dir, f"{ROOT}/{gpu}/gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
+        frame = frame[(frame.gemm_dtype == "nvfp4") & (frame.m >= 2048) & (frame.n >= 4096) & (frame.k >= 4096)]
+        for row in frame.sort_values(["n", "k", "m"]).itertuples():
+            out.writerow([gpu, "trtllm", "1.3.0rc20", "fp4", int(row.m), int(row.n), int(row.k),
+                          f"{float(row.latency) * 1e-3:.6e}"])
+
+
 def moe(git_dir: str, out: Any) -> None:
     out.writerow(["gpu", "engine", "version", "weights", "tokens", "hidden", "intermediate", "experts", "topk", "tp",
                   "seconds"])
@@ -179,4 +197,4 @@ def moe(git_dir: str, out: Any) -> None:
 
 
 if __name__ == "__main__":
-    {"allreduce": allreduce, "attention": attention, "context": context, "gemm": gemm, "moe": moe}[sys.argv[1]](sys.argv[2], csv.writer(sys.stdout, lineterminator="\n"))
+    {"allreduce": allreduce, "attention": attention, "context": context, "dense": dense, "gemm": gemm, "moe": moe}[sys.argv[1]](sys.argv[2], csv.writer(sys.stdout, lineterminator="\n"))
