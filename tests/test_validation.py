@@ -227,13 +227,16 @@ def test_torchaos_int4wo_64_rows_are_tinygemms_group_64_format(tmp_path: Path) -
     assert values["d.weight_only_gemm"] is True
 
 
+def _synthetic_row(**fields: str) -> v.Row:
+    """A well-formed row of the schema with the given columns (the rest blank), measured 1 ms."""
+    return v.Row("r.csv", 2, {**dict.fromkeys(HEADER, ""), "value": "1", "unit": "ms", "pp": "1",
+                              "source": "https://e", "quote": "q", **fields})
+
+
 def _closed_loop_row(metric: str, batch: int) -> v.Row:
-    fields = dict.fromkeys(HEADER, "")
-    fields.update({"id": f"loop-{metric}-c{batch}", "metric": metric, "value": "10", "unit": "ms",
-                   "model": "llama-3.3-70b", "gpu": "h100-sxm", "gpus": "2", "tp": "2", "pp": "1", "engine": "trtllm",
-                   "engine_version": "1.0", "weights": "fp8", "compute": "fp8", "kv": "fp8", "batch": str(batch),
-                   "input_tokens": "5000", "output_tokens": "500", "source": "https://e", "quote": "q"})
-    return v.Row("r.csv", 2, fields)
+    return _synthetic_row(id=f"loop-{metric}-c{batch}", metric=metric, model="llama-3.3-70b", gpu="h100-sxm", gpus="2",
+                          tp="2", engine="trtllm", engine_version="1.0", weights="fp8", compute="fp8", kv="fp8",
+                          batch=str(batch), input_tokens="5000", output_tokens="500")
 
 
 def test_an_itl_row_is_a_closed_loop_whose_iterations_carry_the_other_requests_prompts(tmp_path: Path) -> None:
@@ -260,13 +263,10 @@ def test_an_itl_row_is_a_closed_loop_whose_iterations_carry_the_other_requests_p
 
 
 def _held_row(metric: str, batch: int, prompt: int, output: int, context: str = "") -> v.Row:
-    fields = dict.fromkeys(HEADER, "")
-    fields.update({"id": f"held-{metric}-b{batch}-{prompt}-{output}-{context or 'x'}", "metric": metric, "value": "1",
-                   "unit": "ms", "model": "llama-3.1-8b", "gpu": "h200", "gpus": "1", "tp": "1", "pp": "1",
-                   "engine": "vllm", "weights": "bf16", "compute": "bf16", "kv": "bf16", "batch": str(batch),
-                   "input_tokens": str(prompt), "output_tokens": str(output), "context": context,
-                   "source": "https://e", "quote": "q"})
-    return v.Row("r.csv", 2, fields)
+    return _synthetic_row(id=f"held-{metric}-b{batch}-{prompt}-{output}-{context or 'x'}", metric=metric,
+                          model="llama-3.1-8b", gpu="h200", gpus="1", tp="1", engine="vllm", weights="bf16",
+                          compute="bf16", kv="bf16", batch=str(batch), input_tokens=str(prompt),
+                          output_tokens=str(output), context=context)
 
 
 def test_a_held_batch_is_scored_at_any_batch_and_length() -> None:

@@ -103,7 +103,7 @@ MOE = [  # (engine, version, kernel_source, the collection's moe_dtype, the stdl
     ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8", "fp8"),
     ("trtllm", "1.3.0rc20", "moe_torch_flow_cutlass", "fp8_block", "fp8_block"),
 ]
-DENSE_PARTS = ("b200_sxm", "gb200")  # TensorRT-LLM 1.3.0rc20's NVFP4 GEMMs at large M (`dense`)
+DENSE = [("b200_sxm", "trtllm", "1.3.0rc20"), ("gb200", "trtllm", "1.3.0rc20")]  # NVFP4 GEMMs at large M (`dense`)
 GEMM_KERNELS = {"torch.nn.functional.linear": ("bf16", 2), "vllm_default": ("bf16", 2),
                 "CutlassFP8ScaledMMLinearKernel": ("fp8", 1)}  # the CSV's name, bytes per weight
 
@@ -173,11 +173,11 @@ def dense(git_dir: str, out: Any) -> None:
     """TensorRT-LLM's NVFP4 GEMMs on Blackwell at a layer's large shapes (2,048 rows and more, N and
     K of 4,096 or more): the rate its dense GEMMs reach in prefill and large batches."""
     out.writerow(["gpu", "engine", "version", "weights", "m", "n", "k", "seconds"])
-    for gpu in DENSE_PARTS:
-        frame = read(git_dir, f"{ROOT}/{gpu}/gemm/trtllm/1.3.0rc20/gemm_perf.parquet")
+    for gpu, engine, version in DENSE:
+        frame = read(git_dir, f"{ROOT}/{gpu}/gemm/{engine}/{version}/gemm_perf.parquet")
         frame = frame[(frame.gemm_dtype == "nvfp4") & (frame.m >= 2048) & (frame.n >= 4096) & (frame.k >= 4096)]
         for row in frame.sort_values(["n", "k", "m"]).itertuples():
-            out.writerow([gpu, "trtllm", "1.3.0rc20", "fp4", int(row.m), int(row.n), int(row.k),
+            out.writerow([gpu, engine, version, "fp4", int(row.m), int(row.n), int(row.k),
                           f"{float(row.latency) * 1e-3:.6e}"])
 
 
