@@ -104,7 +104,42 @@ _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)
 
 
 _NAMES = frozenset({"metric", "model", "gpu", "engine", "weights", "compute", "kv", "profile"})
-_ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm"}
+_ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm",
+                   # a PyTorch-native decoder loop (Hugging Face transformers' models, torch.compile):
+                   # attention through SDPA over a contiguous cache, no split along the context
+                   "torch": "pytorch", "torch.compile": "pytorch", "transformers": "pytorch", "hf": "pytorch",
+                   "huggingface": "pytorch", "hf-transformers": "pytorch"}
+# a model's name as its Hugging Face repository spells it, less what does not change its shapes
+_MODEL_NOISE = re.compile(r"^(meta-)|(-instruct|-chat|-hf|-base|-it|-v0\.[0-9])+$")
+
+
+def model_stem(name: str, stems: Iterable[str]) -> str:
+    """The catalog stem a row's model names: the stem itself, or a Hugging Face id or repository
+    name of it (`meta-llama/Meta-Llama-3.1-8B-Instruct`, `mistralai/Mixtral-8x7B-Instruct-v0.1`:
+    the name after the owner, without `Meta-` and the chat or instruct suffixes, which change no
+    shape); else the name as given (then not in the catalog, which the row's problem says)."""
+    name = name.strip().lower()
+    stems = set(stems)
+    if name in stems:
+        return name
+    bare = _MODEL_NOISE.sub("", name.rsplit("/", 1)[-1])
+    return bare if bare in stems else name
+
+
+def gpu_stem(name: str, stems: Iterable[str]) -> str:
+    """The catalog stem a row's accelerator names: the stem itself, or its name with spaces or
+    underscores for hyphens, the vendor before it, its memory where the catalog has one part of
+    that name (`H200 141GB`), its board named (`H200 SXM`, `A100-SXM4-80GB`, `h100_sxm5`; an H100
+    named alone is the SXM board, `h100-sxm`): each reading of the name, then each reading of those,
+    the first that is a stem. Else the name as given (then not in the catalog, which the row's
+    problem says). An `A100` with no memory stated names no one part and is not read as either."""
+    stems = set(stems)
+    readings = [re.sub(r"[\s_]+", "-", name.strip().lower())]
+    for change in (lambda n: re.sub(r"^(nvidia|amd-instinct|amd|intel|google)-", "", n), lambda n: re.sub(r"-(\d+)-gb\b", r"-\1gb", n),
+                   lambda n: re.sub(r"-\d+gb$", "", n), lambda n: re.sub(r"-sxm\d", "-sxm", n),
+                   lambda n: re.sub(r"-sxm\d?", "", n), lambda n: f"{n}-sxm"):
+        readings += [r for r in map(change, readings) if r not in readings]
+    return next((r for r in readings if r in stems), readings[0])
 
 
 @dataclass(frozen=True)
@@ -117,6 +152,10 @@ class Row:
         value = self.fields.get(key, "").strip()
         if key in _NAMES:  # catalog names and formats: `H200`, `BF16`, `TensorRT-LLM` as the stems they are
             value = value.lower()
+            if key == "model":
+                return model_stem(value or self.fields.get("hf_id", ""), _catalogs()[0])
+            if key == "gpu":
+                return gpu_stem(value, _catalogs()[1])
             return _ENGINE_ALIASES.get(value, value) if key == "engine" else value
         return value
 
@@ -346,12 +385,35 @@ def _catalogs() -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]
     return _catalog("models"), _catalog("hardware")
 
 
+# a row's unit, as sources write it -> (the metric's unit it converts to, factor)
+_UNIT_FACTORS = {"ms": ("ms", 1.0), "s": ("ms", 1e3), "sec": ("ms", 1e3), "us": ("ms", 1e-3), "µs": ("ms", 1e-3),
+                 "μs": ("ms", 1e-3), "tokens/s": ("tokens/s", 1.0), "token/s": ("tokens/s", 1.0),
+                 "tok/s": ("tokens/s", 1.0), "tokens/sec": ("tokens/s", 1.0), "tps": ("tokens/s", 1.0)}
+
+
+def measured_value(row: Row) -> tuple[float | None, str]:
+    """The row's measurement in its metric's unit (`UNITS`): its value as written, thousands
+    separators allowed, in its `unit` (blank: the metric's own); or None and why it cannot be read.
+    A unit of another dimension (a time for a throughput) or one not listed is refused, not guessed."""
+    text = row["value"].replace(",", "").replace("_", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return None, "value is not a number"
+    if row["metric"] not in UNITS:  # not scored: `plan_text` says so
+        return value, ""
+    want, factor = _UNIT_FACTORS.get(row["unit"].strip().lower() or UNITS[row["metric"]], ("", 0.0))
+    if want != UNITS[row["metric"]]:
+        return None, f"unit {row['unit']} is not a unit of {row['metric']} ({UNITS[row['metric']]})"
+    return value * factor, ""
+
+
 def _predict_one(row: Row) -> Prediction:
     models, hardware = _catalogs()
-    try:
-        measured = float(row["value"])
-    except ValueError:
-        return Prediction(row, float("nan"), problem="value is not a number")
+    value, why = measured_value(row)
+    if value is None:
+        return Prediction(row, float("nan"), problem=why)
+    measured = value
     if not measured > 0:
         return Prediction(row, measured, problem="value is not positive")
     text, why = plan_text(row, models, hardware)

@@ -295,3 +295,46 @@ def test_a_rows_names_are_read_whatever_their_case() -> None:
     assert v.engine_of(shouted) == "trtllm" and shouted["gpu"] == "h200"
     models, hardware = v._catalogs()
     assert v.plan_text(shouted, models, hardware)[0] == v.plan_text(v.Row("r.csv", 2, {**row.fields, "engine": "trtllm"}), models, hardware)[0]
+
+
+@pytest.mark.parametrize(("model", "gpu", "engine", "stems"), [
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "NVIDIA H200 SXM 141GB", "vllm", ("llama-3.1-8b", "h200", "vllm")),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "H100", "sglang", ("mixtral-8x7b", "h100-sxm", "sglang")),
+    ("meta-llama/Llama-2-7b-chat-hf", "A100-SXM4-80GB", "transformers", ("llama-2-7b", "a100-80gb", "pytorch")),
+    ("Qwen/Qwen3-30B-A3B", "h100_sxm5", "torch", ("qwen3-30b-a3b", "h100-sxm", "pytorch")),
+    ("", "AMD Instinct MI300X", "vllm", ("llama-3.1-8b", "mi300x", "vllm")),  # blank model: its hf_id
+])
+def test_a_rows_model_and_accelerator_are_read_as_their_sources_spell_them(model: str, gpu: str, engine: str,
+                                                                       stems: tuple[str, str, str]) -> None:
+    """A model by its Hugging Face id, an accelerator by its board or memory, a PyTorch-native loop by
+    its library's name: each names the catalog's stem and profile, and plans as the stem does."""
+    row = _held_row("decode_step", 1, 0, 0, "1024")
+    spelled = v.Row("r.csv", 2, {**row.fields, "model": model, "hf_id": "meta-llama/Llama-3.1-8B", "gpu": gpu,
+                                 "engine": engine})
+    assert (spelled["model"], spelled["gpu"], v.engine_of(spelled)) == stems
+    plain = v.Row("r.csv", 2, {**row.fields, "model": stems[0], "gpu": stems[1], "engine": stems[2]})
+    models, hardware = v._catalogs()
+    assert v.plan_text(spelled, models, hardware) == v.plan_text(plain, models, hardware)
+
+
+def test_an_accelerator_named_by_family_alone_is_not_guessed() -> None:
+    """`A100` is a 40 GB or an 80 GB part: the row says which, or it is not scored."""
+    row = v.Row("r.csv", 2, {**_held_row("decode_step", 1, 0, 0, "1024").fields, "gpu": "A100"})
+    models, hardware = v._catalogs()
+    assert row["gpu"] == "a100" and v.plan_text(row, models, hardware) == (None, "accelerator a100 is not in the catalog")
+
+
+def test_a_rows_value_is_read_in_its_unit() -> None:
+    """A step published in seconds or microseconds, or with thousands separators, is the same
+    measurement in milliseconds; a unit of another dimension is refused, not read as milliseconds."""
+    row = _held_row("decode_step", 1, 0, 0, "1024")
+    read = {(value, unit): v.measured_value(v.Row("r.csv", 2, {**row.fields, "value": value, "unit": unit}))
+            for value, unit in (("5.2", "ms"), ("0.0052", "s"), ("5,200", "us"), ("5200", "µs"), ("5.2", ""),
+                                ("5.2", "tokens/s"), ("5.2", "furlongs"))}
+    assert [m for m, _ in read.values()][:5] == pytest.approx([5.2] * 5)
+    assert read["5.2", "tokens/s"] == (None, "unit tokens/s is not a unit of decode_step (ms)")
+    assert read["5.2", "furlongs"][0] is None
+    throughput = v.Row("r.csv", 2, {**row.fields, "metric": "static_throughput", "value": "20,460", "unit": "tok/s"})
+    assert v.measured_value(throughput) == (20460.0, "")
+    assert v.predict([v.Row("r.csv", 2, {**row.fields, "value": "5.2", "unit": "s/token"})])[0].problem == \
+        "unit s/token is not a unit of decode_step (ms)"
