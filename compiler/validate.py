@@ -104,11 +104,7 @@ _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)
 
 
 _NAMES = frozenset({"metric", "model", "gpu", "engine", "weights", "compute", "kv", "profile"})
-_ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm",
-                   # a PyTorch-native decoder loop (Hugging Face transformers' models, torch.compile):
-                   # attention through SDPA over a contiguous cache, no split along the context
-                   "torch": "pytorch", "torch.compile": "pytorch", "transformers": "pytorch", "hf": "pytorch",
-                   "huggingface": "pytorch", "hf-transformers": "pytorch"}
+_ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm"}
 # a model's name as its Hugging Face repository spells it, less what does not change its shapes
 _MODEL_NOISE = re.compile(r"^(meta-)|(-instruct|-chat|-hf|-base|-it|-v0\.[0-9])+$")
 

@@ -300,14 +300,14 @@ def test_a_rows_names_are_read_whatever_their_case() -> None:
 @pytest.mark.parametrize(("model", "gpu", "engine", "stems"), [
     ("meta-llama/Meta-Llama-3.1-8B-Instruct", "NVIDIA H200 SXM 141GB", "vllm", ("llama-3.1-8b", "h200", "vllm")),
     ("mistralai/Mixtral-8x7B-Instruct-v0.1", "H100", "sglang", ("mixtral-8x7b", "h100-sxm", "sglang")),
-    ("meta-llama/Llama-2-7b-chat-hf", "A100-SXM4-80GB", "transformers", ("llama-2-7b", "a100-80gb", "pytorch")),
-    ("Qwen/Qwen3-30B-A3B", "h100_sxm5", "torch", ("qwen3-30b-a3b", "h100-sxm", "pytorch")),
+    ("meta-llama/Llama-2-7b-chat-hf", "A100-SXM4-80GB", "TensorRT-LLM", ("llama-2-7b", "a100-80gb", "trtllm")),
+    ("Qwen/Qwen3-30B-A3B", "h100_sxm5", "gpt-fast", ("qwen3-30b-a3b", "h100-sxm", "pytorch")),
     ("", "AMD Instinct MI300X", "vllm", ("llama-3.1-8b", "mi300x", "vllm")),  # blank model: its hf_id
 ])
 def test_a_rows_model_and_accelerator_are_read_as_their_sources_spell_them(model: str, gpu: str, engine: str,
                                                                        stems: tuple[str, str, str]) -> None:
-    """A model by its Hugging Face id, an accelerator by its board or memory, a PyTorch-native loop by
-    its library's name: each names the catalog's stem and profile, and plans as the stem does."""
+    """A model by its Hugging Face id, an accelerator by its board or memory: each names the catalog's
+    stem, and plans as the stem does."""
     row = _held_row("decode_step", 1, 0, 0, "1024")
     spelled = v.Row("r.csv", 2, {**row.fields, "model": model, "hf_id": "meta-llama/Llama-3.1-8B", "gpu": gpu,
                                  "engine": engine})
