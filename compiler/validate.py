@@ -200,14 +200,20 @@ def _catalog(folder: str) -> dict[str, tuple[str, str]]:
 
 
 def load_rows(directory: Path) -> tuple[list[Row], list[str]]:
+    """Every row of the directory's CSV files (README's schema; the header's names in any case, a
+    byte-order mark allowed, columns in any order, missing ones blank), and the problems that drop
+    a row (a duplicate id). A row with no id is named by its file and line."""
     rows: list[Row] = []
     problems: list[str] = []
     seen: set[str] = set()
     for path in sorted(directory.glob("*.csv")):
-        with path.open(encoding="utf-8", newline="") as handle:
+        # a spreadsheet's export: a byte-order mark, and headers in another case or padded
+        with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.DictReader(handle)
             for n, record in enumerate(reader, start=2):
-                row = Row(path.name, n, {k: (v or "") for k, v in record.items() if k is not None})
+                fields = {k.strip().lower(): (v or "") for k, v in record.items() if k is not None}
+                fields["id"] = fields.get("id", "").strip() or f"{path.stem}:{n}"  # a row without an id: its place
+                row = Row(path.name, n, fields)
                 if row.id in seen:
                     problems.append(f"{path.name}:{n}: duplicate id {row.id}")
                     continue

@@ -338,3 +338,18 @@ def test_a_rows_value_is_read_in_its_unit() -> None:
     assert v.measured_value(throughput) == (20460.0, "")
     assert v.predict([v.Row("r.csv", 2, {**row.fields, "value": "5.2", "unit": "s/token"})])[0].problem == \
         "unit s/token is not a unit of decode_step (ms)"
+
+
+def test_a_spreadsheets_export_is_read_as_the_schema(tmp_path: Path) -> None:
+    """A byte-order mark, headers in capitals and another order, and no id column: the same rows."""
+    header = ["Metric", " Value", "UNIT", "Model", "GPU", "TP", "Engine", "Weights", "Batch", "Context"]
+    lines = [",".join(header), "decode_step,5.2,ms,llama-3.1-8b,H200,1,vllm,bf16,1,1024",
+             "decode_step,9.1,ms,llama-3.1-8b,H200,1,vllm,bf16,64,1024"]
+    (tmp_path / "export.csv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode("utf-8") + b"\r\n")
+    rows, problems = v.load_rows(tmp_path)
+    assert problems == [] and [r.id for r in rows] == ["export:2", "export:3"]
+    assert [(r["metric"], r["gpu"], r["batch"], r["context"]) for r in rows] == [
+        ("decode_step", "h200", "1", "1024"), ("decode_step", "h200", "64", "1024")]
+    predicted = v.predict(rows)
+    assert all(p.problem is None and p.predicted is not None for p in predicted)
+    assert predicted[1].predicted > predicted[0].predicted  # 64 sequences' KV against one's
