@@ -393,11 +393,16 @@ _UNIT_FACTORS = {"ms": ("ms", 1.0), "s": ("ms", 1e3), "sec": ("ms", 1e3), "us": 
                  "tok/s": ("tokens/s", 1.0), "tokens/sec": ("tokens/s", 1.0), "tps": ("tokens/s", 1.0)}
 
 
+_THOUSANDS = re.compile(r"^[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?$")
+
+
 def measured_value(row: Row) -> tuple[float | None, str]:
     """The row's measurement in its metric's unit (`UNITS`): its value as written, thousands
     separators allowed, in its `unit` (blank: the metric's own); or None and why it cannot be read.
     A unit of another dimension (a time for a throughput) or one not listed is refused, not guessed."""
-    text = row["value"].replace(",", "").replace("_", "")
+    text = row["value"].strip()
+    if _THOUSANDS.match(text):  # 20,460 (a comma between groups of three only: `5,2` is not read as 52)
+        text = text.replace(",", "")
     try:
         value = float(text)
     except ValueError:

@@ -334,6 +334,8 @@ def test_a_rows_value_is_read_in_its_unit() -> None:
     assert [m for m, _ in read.values()][:5] == pytest.approx([5.2] * 5)
     assert read["5.2", "tokens/s"] == (None, "unit tokens/s is not a unit of decode_step (ms)")
     assert read["5.2", "furlongs"][0] is None
+    # a comma between digits that are not groups of three is no thousands separator: not read as 52
+    assert v.measured_value(v.Row("r.csv", 2, {**row.fields, "value": "5,2", "unit": "ms"})) == (None, "value is not a number")
     throughput = v.Row("r.csv", 2, {**row.fields, "metric": "static_throughput", "value": "20,460", "unit": "tok/s"})
     assert v.measured_value(throughput) == (20460.0, "")
     assert v.predict([v.Row("r.csv", 2, {**row.fields, "value": "5.2", "unit": "s/token"})])[0].problem == \
