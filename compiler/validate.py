@@ -62,7 +62,16 @@ METRICS: dict[str, tuple[str, float]] = {
 UNITS = {"decode_step": "ms", "itl": "ms", "ttft": "ms", "prefill": "ms", "static_throughput": "tokens/s", "e2e_latency": "ms",
          "max_throughput": "tokens/s"}
 ENGINES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm",  # NIM runs TensorRT-LLM
-           "gpt-fast": "pytorch", "torchao": "pytorch", "pytorch": "pytorch"}  # any other engine: scored as vLLM
+           "gpt-fast": "pytorch", "torchao": "pytorch"}  # any other engine: scored as vLLM
+"""Engine names -> the stdlib profile they ran. The `pytorch` profile is gpt-fast's loop (torchao's
+generate.py is a copy of it): K and V repeated to every query head, attention with a mask, no split
+along the context. A row that names only PyTorch does not say it ran that loop; PyTorch's own
+attention, `scaled_dot_product_attention` on its FlashAttention kernel, reads each KV head once for
+its group of query heads and splits a decode's context over the SMs
+(github:pytorch/pytorch@03b7c19dbe228c9febd503755f723240945f8067:aten/src/ATen/native/transformers/cuda/flash_attn/flash_api.cpp,
+`mha_fwd`: `seqlenq_ngroups_swapped`, `set_params_splitkv` with `num_splits` 0, the heuristic), the
+physics of vLLM's decode, the default profile, which it is scored with. A row's `profile` column
+names the gpt-fast loop outright."""
 _TRTLLM_0_9 = re.compile(r"^v?0\.[0-9]([^0-9]|$)")  # 0.5-0.9: the releases before XQA was the GQA default
 _TRTLLM_0_18 = re.compile(r"^v?0\.1[0-8]([^0-9]|$)")  # 0.10-0.18: trtllm-bench on TensorRT engines
 

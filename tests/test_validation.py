@@ -312,9 +312,22 @@ def test_a_rows_model_and_accelerator_are_read_as_their_sources_spell_them(model
     spelled = v.Row("r.csv", 2, {**row.fields, "model": model, "hf_id": "meta-llama/Llama-3.1-8B", "gpu": gpu,
                                  "engine": engine})
     assert (spelled["model"], spelled["gpu"], v.engine_of(spelled)) == stems
-    plain = v.Row("r.csv", 2, {**row.fields, "model": stems[0], "gpu": stems[1], "engine": stems[2]})
+    plain = v.Row("r.csv", 2, {**row.fields, "model": stems[0], "gpu": stems[1], "engine": engine})
     models, hardware = v._catalogs()
     assert v.plan_text(spelled, models, hardware) == v.plan_text(plain, models, hardware)
+
+
+def test_a_row_that_names_only_pytorch_is_not_scored_as_gpt_fasts_loop() -> None:
+    """gpt-fast's loop repeats K and V to every query head; PyTorch's own FlashAttention path does not.
+    A row naming PyTorch is scored with the default engine, vLLM; its `profile` column can name the loop."""
+    row = _held_row("decode_step", 256, 0, 0, "8192")
+    named = {engine: v.Row("r.csv", 2, {**row.fields, "engine": engine}) for engine in ("pytorch", "gpt-fast", "torchao")}
+    assert {e: v.engine_of(r) for e, r in named.items()} == {"pytorch": "vllm", "gpt-fast": "pytorch", "torchao": "pytorch"}
+    assert v.engine_of(v.Row("r.csv", 2, {**row.fields, "engine": "pytorch", "profile": "pytorch"})) == "pytorch"
+    pytorch, gpt_fast = v.predict([named["pytorch"], named["gpt-fast"]])
+    # 256 sequences at 8k tokens: gpt-fast's loop reads Llama-3.1-8B's KV once per query head, 4 times over
+    assert pytorch.predicted is not None and gpt_fast.predicted is not None
+    assert gpt_fast.predicted > 2.5 * pytorch.predicted
 
 
 def test_an_accelerator_named_by_family_alone_is_not_guessed() -> None:
