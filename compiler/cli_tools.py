@@ -206,9 +206,11 @@ def simulate(plan_file: Path, deployment: str | None, duration: float, replicas:
 
 @click.command()
 @click.option("--model", default="llama-3.1-8b", show_default=True, metavar="STEM",
-              help="the catalog model: a file of the stdlib's models/ without `.plan` (`plan init --list`)")
+              help="the catalog model: a file of the stdlib's models/ without `.plan` (`plan init --list`), "
+                   "or its Hugging Face id (`meta-llama/Llama-3.1-8B-Instruct`)")
 @click.option("--hardware", default="h100-sxm", show_default=True, metavar="STEM",
-              help="the accelerator: a file of the stdlib's hardware/ without `.plan`")
+              help="the accelerator: a file of the stdlib's hardware/ without `.plan`, or its name with "
+                   "its board or memory (`H200 SXM`, `A100-SXM4-80GB`)")
 @click.option("--dau", default="1M", show_default=True, metavar="N",
               help="daily active users: a number with an optional k, M or G (`100M`, `2.5k`)")
 @click.option("-o", "--output", type=click.Path(path_type=Path, allow_dash=True), default=None,
@@ -244,6 +246,7 @@ def init(model: str, hardware: str, dau: str, output: Path | None, force: bool, 
         text = st.starter(model, hardware, users)
     except st.StarterProblem as problem:
         fail(problem.message, problem.help)
+    model, hardware = st.resolve(model, "models"), st.resolve(hardware, "hardware")
     emit(output, text, f" ({model} on {hardware}; next: plan compile {output})" if str(output) != "-" else "")
 
 

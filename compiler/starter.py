@@ -2,8 +2,9 @@
 
 Contract
 - `choices(folder)` lists the stems of the installed stdlib's `models/` or `hardware/` plans
-  (`llama-3.1-70b`, `h100-sxm`), sorted; `unknown(stem, folder)` is None for one of them, else
-  a `StarterProblem` with the nearest stems.
+  (`llama-3.1-70b`, `h100-sxm`), sorted; `resolve(name, folder)` the stem a name reads as (a
+  Hugging Face id, `H200 SXM`: `catalog_names`); `unknown(name, folder)` is None for a name that
+  reads as one of them, else a `StarterProblem` with the nearest stems.
 - `parse_users(text)` reads `--dau`: a positive number with an optional `k`, `M` or `G`
   (`1M`, `2.5 M`, `100000`), as the plan's words (`1 M users`); anything else is None.
 - `starter(model, hardware, users)` returns the plan's text: a title, the two imports, a
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .catalog_names import accelerator_stem, model_stem
 
 TENSOR_PARALLEL = (1, 2, 4, 8, 16, 32, 64)
 DEPLOYMENT, TRAFFIC = "chat", "chat_traffic"
@@ -60,12 +62,20 @@ def choices(folder: str) -> list[str]:
     return sorted(p.stem for p in (_stdlib() / folder).glob("*.plan"))
 
 
+def resolve(name: str, folder: str) -> str:
+    """The stem of `folder` that `name` reads as: a Hugging Face id for a model, a board's or a
+    vendor's spelling for an accelerator (`catalog_names`); else `name`, normalised."""
+    read = model_stem if folder == "models" else accelerator_stem
+    return read(name, choices(folder))
+
+
 def unknown(stem: str, folder: str) -> StarterProblem | None:
     known = choices(folder)
-    if stem in known:
+    read = resolve(stem, folder)  # lower-cased, its spaces hyphens: `A100` is near `a100-40gb`
+    if read in known:
         return None
-    close = list(dict.fromkeys([c for c in known if stem and c.startswith(stem)]
-                               + difflib.get_close_matches(stem, known, n=3, cutoff=0.5)))[:3]
+    close = list(dict.fromkeys([c for c in known if read and c.startswith(read)]
+                               + difflib.get_close_matches(read, known, n=3, cutoff=0.5)))[:3]
     hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}? " if close else ""
     return StarterProblem(f"no {folder.removesuffix('s')} `{stem}` in the stdlib's {folder}/",
                           f"{hint}choose one of: {', '.join(known)}")
@@ -189,6 +199,7 @@ def starter(model_stem: str, hardware_stem: str, users: str = "1 M users") -> st
         problem = unknown(stem, folder)
         if problem is not None:
             raise problem
+    model_stem, hardware_stem = resolve(model_stem, "models"), resolve(hardware_stem, "hardware")
     model, hardware = _catalog(model_stem, "models"), _catalog(hardware_stem, "hardware")
     from .pipeline import compile_plan, vary
 

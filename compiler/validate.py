@@ -38,6 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .catalog_names import accelerator_stem, model_stem
 from .jobs import fork_workers
 
 if TYPE_CHECKING:
@@ -114,39 +115,6 @@ _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)
 
 _NAMES = frozenset({"metric", "model", "gpu", "engine", "weights", "compute", "kv", "profile"})
 _ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm"}
-# a model's name as its Hugging Face repository spells it, less what does not change its shapes
-_MODEL_NOISE = re.compile(r"^(meta-)|(-instruct|-chat|-hf|-base|-it|-v0\.[0-9])+$")
-
-
-def model_stem(name: str, stems: Iterable[str]) -> str:
-    """The catalog stem a row's model names: the stem itself, or a Hugging Face id or repository
-    name of it (`meta-llama/Meta-Llama-3.1-8B-Instruct`, `mistralai/Mixtral-8x7B-Instruct-v0.1`:
-    the name after the owner, without `Meta-` and the chat or instruct suffixes, which change no
-    shape); else the name as given (then not in the catalog, which the row's problem says)."""
-    name = name.strip().lower()
-    stems = set(stems)
-    if name in stems:
-        return name
-    bare = _MODEL_NOISE.sub("", name.rsplit("/", 1)[-1])
-    return bare if bare in stems else name
-
-
-def gpu_stem(name: str, stems: Iterable[str]) -> str:
-    """The catalog stem a row's accelerator names: the stem itself, or its name with spaces or
-    underscores for hyphens, the vendor before it, its memory where the catalog has one part of
-    that name (`H200 141GB`), its board named (`H200 SXM`, `A100-SXM4-80GB`, `h100_sxm5`; an H100
-    named alone is the SXM board, `h100-sxm`): each reading of the name, then each reading of those,
-    the first that is a stem. Else the name as given (then not in the catalog, which the row's
-    problem says). An `A100` with no memory stated names no one part and is not read as either."""
-    stems = set(stems)
-    readings = [re.sub(r"[\s_]+", "-", name.strip().lower())]
-    for change in (lambda n: re.sub(r"^(nvidia|amd-instinct|amd|intel|google)-", "", n), lambda n: re.sub(r"-(\d+)-gb\b", r"-\1gb", n),
-                   lambda n: re.sub(r"-\d+gb$", "", n), lambda n: re.sub(r"-sxm\d", "-sxm", n),
-                   lambda n: re.sub(r"-sxm\d?", "", n), lambda n: f"{n}-sxm"):
-        readings += [r for r in map(change, readings) if r not in readings]
-    return next((r for r in readings if r in stems), readings[0])
-
-
 @dataclass(frozen=True)
 class Row:
     file: str
@@ -157,10 +125,10 @@ class Row:
         value = self.fields.get(key, "").strip()
         if key in _NAMES:  # catalog names and formats: `H200`, `BF16`, `TensorRT-LLM` as the stems they are
             value = value.lower()
-            if key == "model":
+            if key == "model":  # a Hugging Face id, or the row's hf_id when it names none
                 return model_stem(value or self.fields.get("hf_id", ""), _catalogs()[0])
-            if key == "gpu":
-                return gpu_stem(value, _catalogs()[1])
+            if key == "gpu":  # `H200 SXM`, `A100-SXM4-80GB`
+                return accelerator_stem(value, _catalogs()[1])
             return _ENGINE_ALIASES.get(value, value) if key == "engine" else value
         return value
 

@@ -514,6 +514,19 @@ def test_init_writes_a_commented_starter(tmp_path: Path) -> None:
     assert status == 0 and stdout == text
 
 
+def test_init_reads_a_models_hugging_face_id_and_an_accelerators_board(tmp_path: Path) -> None:
+    """`--model meta-llama/Meta-Llama-3.1-8B-Instruct --hardware "NVIDIA H200 SXM"` writes the plan
+    `--model llama-3.1-8b --hardware h200` does, and says so; a family named alone is still asked."""
+    named, stems = tmp_path / "named.plan", tmp_path / "stems.plan"
+    status, _, err = run("init", "--model", "meta-llama/Meta-Llama-3.1-8B-Instruct", "--hardware", "NVIDIA H200 SXM",
+                         "-o", str(named))
+    assert status == 0 and "(llama-3.1-8b on h200;" in err
+    assert run("init", "--model", "llama-3.1-8b", "--hardware", "h200", "-o", str(stems))[0] == 0
+    assert named.read_text(encoding="utf-8") == stems.read_text(encoding="utf-8")
+    status, _, err = run("init", "--hardware", "A100", "-o", str(tmp_path / "a.plan"))
+    assert status == 2 and "no hardware `A100`" in err and "did you mean `a100-40gb` or `a100-80gb`" in err
+
+
 def test_init_refuses_what_it_cannot_write(tmp_path: Path) -> None:
     status, out, err = run("init", "--model", "lama-3.1-8b", "-o", str(tmp_path / "a.plan"))
     assert status == 2 and "no model `lama-3.1-8b`" in err and "did you mean `llama-3.1-8b`" in err

@@ -299,7 +299,7 @@ def test_a_rows_names_are_read_whatever_their_case() -> None:
 
 @pytest.mark.parametrize(("model", "gpu", "engine", "stems"), [
     ("meta-llama/Meta-Llama-3.1-8B-Instruct", "NVIDIA H200 SXM 141GB", "vllm", ("llama-3.1-8b", "h200", "vllm")),
-    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "H100", "sglang", ("mixtral-8x7b", "h100-sxm", "sglang")),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "H100 SXM", "sglang", ("mixtral-8x7b", "h100-sxm", "sglang")),
     ("meta-llama/Llama-2-7b-chat-hf", "A100-SXM4-80GB", "TensorRT-LLM", ("llama-2-7b", "a100-80gb", "trtllm")),
     ("Qwen/Qwen3-30B-A3B", "h100_sxm5", "gpt-fast", ("qwen3-30b-a3b", "h100-sxm", "pytorch")),
     ("", "AMD Instinct MI300X", "vllm", ("llama-3.1-8b", "mi300x", "vllm")),  # blank model: its hf_id
@@ -330,11 +330,14 @@ def test_a_row_that_names_only_pytorch_is_not_scored_as_gpt_fasts_loop() -> None
     assert gpt_fast.predicted > 2.5 * pytorch.predicted
 
 
-def test_an_accelerator_named_by_family_alone_is_not_guessed() -> None:
-    """`A100` is a 40 GB or an 80 GB part: the row says which, or it is not scored."""
-    row = v.Row("r.csv", 2, {**_held_row("decode_step", 1, 0, 0, "1024").fields, "gpu": "A100"})
+@pytest.mark.parametrize("family", ["A100", "H100"])
+def test_an_accelerator_named_by_family_alone_is_not_guessed(family: str) -> None:
+    """`A100` is a 40 GB or an 80 GB part, `H100` an SXM or a PCIe board: the row says which, or it
+    is not scored (as `plan init --hardware h100` asks which)."""
+    row = v.Row("r.csv", 2, {**_held_row("decode_step", 1, 0, 0, "1024").fields, "gpu": family})
     models, hardware = v._catalogs()
-    assert row["gpu"] == "a100" and v.plan_text(row, models, hardware) == (None, "accelerator a100 is not in the catalog")
+    stem = family.lower()
+    assert row["gpu"] == stem and v.plan_text(row, models, hardware) == (None, f"accelerator {stem} is not in the catalog")
 
 
 def test_a_rows_value_is_read_in_its_unit() -> None:
