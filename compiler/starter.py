@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .catalog_names import accelerator_stem, model_stem
+from . import __version__, catalog_names
 
 TENSOR_PARALLEL = (1, 2, 4, 8, 16, 32, 64)
 DEPLOYMENT, TRAFFIC = "chat", "chat_traffic"
@@ -65,7 +64,7 @@ def choices(folder: str) -> list[str]:
 def resolve(name: str, folder: str) -> str:
     """The stem of `folder` that `name` reads as: a Hugging Face id for a model, a board's or a
     vendor's spelling for an accelerator (`catalog_names`); else `name`, normalised."""
-    read = model_stem if folder == "models" else accelerator_stem
+    read = catalog_names.model_stem if folder == "models" else catalog_names.accelerator_stem
     return read(name, choices(folder))
 
 

@@ -115,6 +115,8 @@ _INSTANCE = re.compile(r"^(decoder|mla_decoder|accelerator)\s+([a-z_][a-z0-9_]*)
 
 _NAMES = frozenset({"metric", "model", "gpu", "engine", "weights", "compute", "kv", "profile"})
 _ENGINE_ALIASES = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm"}
+
+
 @dataclass(frozen=True)
 class Row:
     file: str
@@ -368,8 +370,6 @@ def _catalogs() -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]
 _UNIT_FACTORS = {"ms": ("ms", 1.0), "s": ("ms", 1e3), "sec": ("ms", 1e3), "us": ("ms", 1e-3), "µs": ("ms", 1e-3),
                  "μs": ("ms", 1e-3), "tokens/s": ("tokens/s", 1.0), "token/s": ("tokens/s", 1.0),
                  "tok/s": ("tokens/s", 1.0), "tokens/sec": ("tokens/s", 1.0), "tps": ("tokens/s", 1.0)}
-
-
 _THOUSANDS = re.compile(r"^[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?$")
 
 
@@ -394,10 +394,9 @@ def measured_value(row: Row) -> tuple[float | None, str]:
 
 def _predict_one(row: Row) -> Prediction:
     models, hardware = _catalogs()
-    value, why = measured_value(row)
-    if value is None:
+    measured, why = measured_value(row)
+    if measured is None:
         return Prediction(row, float("nan"), problem=why)
-    measured = value
     if not measured > 0:
         return Prediction(row, measured, problem="value is not positive")
     text, why = plan_text(row, models, hardware)
