@@ -63,26 +63,41 @@ COMPARISONS = frozenset(_CMP)
 
 def evaluate(expr: ir.Expr, values: dict[str, Value]) -> Value:
     """The exact value of an IR expression given its references' values; raises EvalError."""
-    if isinstance(expr, ir.Lit):
-        return bool(expr.value) if expr.dim == ir.BOOL else expr.value
-    if isinstance(expr, ir.Ref):
-        return values[expr.node]
-    op = expr.op
+    kind = type(expr)  # the IR's three node classes, the most frequent first
+    if kind is _REF:
+        return values[expr.node]  # type: ignore[union-attr]
+    if kind is _LIT:
+        return bool(expr.value) if expr.dim == ir.BOOL else expr.value  # type: ignore[union-attr]
+    op = expr.op  # type: ignore[union-attr]
+    args = expr.args  # type: ignore[union-attr]
+    arith = _ARITH.get(op)
+    if arith is not None:  # + - *: the bulk of the physics, without the general dispatch
+        try:
+            result = arith(evaluate(args[0], values), evaluate(args[1], values))
+        except OverflowError:  # a rational too large for a float, met by a float
+            raise EvalError(expr.span, "overflow", "beyond ±1.8e308") from None
+        return _check_range(result, expr.span)
     if op == "if":
-        return evaluate(expr.args[1] if evaluate(expr.args[0], values) else expr.args[2], values)
+        return evaluate(args[1] if evaluate(args[0], values) else args[2], values)
     if op in ("and", "or"):
-        left = bool(evaluate(expr.args[0], values))
+        left = bool(evaluate(args[0], values))
         if (op == "and") != left:  # short-circuit
             return left
-        return bool(evaluate(expr.args[1], values))
-    args = [evaluate(a, values) for a in expr.args]
+        return bool(evaluate(args[1], values))
+    compare = _CMP.get(op)
+    if compare is not None:
+        return compare(evaluate(args[0], values), evaluate(args[1], values))
+    values_of = [evaluate(a, values) for a in args]
     try:
-        result = _apply(expr, args)
+        result = _apply(expr, values_of)  # type: ignore[arg-type]
     except ZeroDivisionError:  # a float divided by a rational too small for a float
         raise EvalError(expr.span, "overflow", "the quotient is beyond ±1.8e308") from None
     except OverflowError:  # a rational too large for a float, met by a float
         raise EvalError(expr.span, "overflow", "beyond ±1.8e308") from None
     return _check_range(result, expr.span)
+
+
+_REF, _LIT = ir.Ref, ir.Lit
 
 
 def evaluate_node(elaborated: ir.Elaborated, node_id: str, values: dict[str, Value]) -> Value:

@@ -476,23 +476,36 @@ def search_aliases(elaborated: Elaborated, node_id: str) -> dict[str, str]:
     outer = variant.rsplit("@", 1)[0]  # `chat`
     renamed = {free: node_id}
 
+    prefixes = (variant + ".", variant + "@")
+
     def pair(node: str) -> str | None:
+        if not node.startswith(prefixes):  # most of the plan: not a node of the variant
+            return None
         owner, rest = field_ref(node)
         if owner == variant or owner.startswith(variant + "@"):
             return f"{outer}{owner[len(variant):]}.{rest}"
         return None
 
-    def same(e: Expr) -> tuple[Any, ...]:
-        if isinstance(e, Lit):
-            return ("lit", e.value, e.dim)
-        if isinstance(e, Ref):
-            return ("ref", renamed.get(e.node, e.node))
-        return (e.op, e.dim, *(same(a) for a in e.args))
+    def same(e: Expr, plan: Expr) -> bool:
+        """`shape(plan) == shape(e)` with e's refs renamed to their pairs, walked side by side and
+        left at the first difference."""
+        if e is plan and not renamed.keys() & refs(e):  # one formula, shared by both: nothing renamed in it
+            return True
+        kind = type(e)
+        if kind is not type(plan):
+            return False
+        if kind is Ref:
+            return renamed.get(e.node, e.node) == plan.node  # type: ignore[union-attr]
+        if kind is Lit:
+            return e.value == plan.value and e.dim == plan.dim  # type: ignore[union-attr]
+        return (e.op == plan.op and e.dim == plan.dim and len(e.args) == len(plan.args)  # type: ignore[union-attr]
+                and all(same(a, b) for a, b in zip(e.args, plan.args)))  # type: ignore[union-attr]
 
+    nodes = elaborated.nodes
     for n in elaborated.order:
         other = pair(n)
-        if other is not None and other != n and other in elaborated.nodes and not is_search(elaborated.nodes[n].expr) \
-                and shape(elaborated.nodes[other].expr) == same(elaborated.nodes[n].expr):
+        if other is not None and other != n and other in nodes and not is_search(nodes[n].expr) \
+                and same(nodes[n].expr, nodes[other].expr):
             renamed[n] = other
     trials = set(trial_nodes(elaborated, node_id))
     cache[node_id] = {other: n for n, other in renamed.items() if n in trials}
