@@ -408,6 +408,8 @@ def _search_once_per_group(elaborated: ir.Elaborated, node_id: str, values: dict
     """The search over the distinct points only (of the `sources` it reads), its answer and
     trial values spread back to every point; None when there is one point, or when fewer than a
     quarter of the points repeat another (grouping would cost more than it saves)."""
+    if all(np.size(values[r]) < 2 for r in sources if r in values):  # one point (an exact search's guess): no groups
+        return None
     upstream = elaborated.__dict__.setdefault("_search_upstream", {})
     if node_id not in upstream:
         inside = {node_id, *ir.trial_nodes(elaborated, node_id), elaborated.nodes[node_id].expr.args[0].node}  # type: ignore[union-attr]
