@@ -84,8 +84,8 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
     server's unsaved buffers). `report`: a document will be rendered from the result, so the
     levers it prices start at once, in a second process when there is one, while the questions
     are answered (the same prices either way); after them there, `also` (more work the report
-    needs, each given the lowered plan: the CLI's figures of the plan), the summary's
-    sensitivities and the input ranges (`uncertainty`), then the `jobs.Later` works of `also`, whose work is given the lowered plan and
+    needs, each given the lowered plan: the CLI's figures of the plan) and the input ranges
+    (`uncertainty`), then the `jobs.Later` works of `also`, whose work is given the lowered plan and
     the input sent later (the answers' figures). `Compilation.also` gives their getters, in the
     order of `also` (`jobs.ahead_each`'s). What that process has not started when this one needs it
     is done here, but for a `Later`. `progress` is told of a step that can take over a second (the
@@ -124,8 +124,7 @@ def compile_plan(path: Path | str, shown: str | None = None, texts: Mapping[Path
                 from .solve import answer  # numpy and sympy load only for plans with questions
 
                 result.answers, result.sensitivities, result.bindings, result._levers, started = answer(
-                    program, lowered, sink, price_ahead=report, progress=progress, also_ahead=now,
-                    then_ahead=ahead[len(now):])
+                    program, lowered, sink, price_ahead=report, progress=progress, also_ahead=ahead)
             elif ahead:
                 from .jobs import ahead_each
 

@@ -7,10 +7,8 @@ Contract
   lowering: the answers in question order, the elasticities of each summary item, the
   `max`/`min` choices behind the headline (the first summary item), and a function that prices
   every lever that applies (the plan's, then its kinds'; called by the report, not by a check)
-  as a variant of the plan on the summary and the checks, and what `also_ahead` and `then_ahead`
-  give (work the report needs, done in the levers' second process). For a report the
-  sensitivities are offered to that process too, between the two: it does them when it is free
-  before this one has answered the questions, and this one takes them back otherwise. Every answer is a typed record
+  as a variant of the plan on the summary and the checks, and what `also_ahead` gives (work the
+  report needs, done in the levers' second process). Every answer is a typed record
   (`answers.py`) the report formats; nothing here formats text for people except the algebra
   (LaTeX).
 - One module per question kind, each a mixin over `SolverBase` (`base.py`: fields, variants,
@@ -41,38 +39,31 @@ __all__ = ["Answer", "AskAnswer", "Choice", "LeverAnswer", "Limit", "Sensitivity
 
 
 def answer(program: Program, lowered: Lowered, sink: dx.Sink, price_ahead: bool = False,
-           progress: Callable[[str], None] | None = None, also_ahead: Sequence[Callable[[], Any] | Later[Any]] = (),
-           then_ahead: Sequence[Callable[[], Any] | Later[Any]] = ()
+           progress: Callable[[str], None] | None = None, also_ahead: Sequence[Callable[[], Any] | Later[Any]] = ()
            ) -> tuple[list[Answer], list[Sensitivity], list[Choice], Callable[[], list[LeverAnswer]],
                       list[Callable[[], Any]]]:
     """`price_ahead`: a report will read the levers, so their pricing starts now, in a second
-    process when there is one (`jobs.ahead_each`), while this one answers the questions; the
-    summary's sensitivities are offered to it as well, after `also_ahead` and before `then_ahead`
-    (more work the report needs from the lowered plan, done there after the levers): the process
-    that gets to them first computes them, so they cost this one nothing when the other is free
-    first (they are a function of the lowered plan alone, and come back as the same numbers).
-    The last item gives the getters of `also_ahead` and `then_ahead`, in order. `progress` is
-    told of a step that can take over a second (a search of many configurations)."""
+    process when there is one (`jobs.ahead_each`), while this one answers the questions.
+    `also_ahead`: more work the report needs from the lowered plan, done in that process after
+    the levers; the last item gives their results, in order. `progress` is told of a step that
+    can take over a second (a search of many configurations)."""
     solver = Solver(program, lowered, sink)
     if progress is not None:
         solver.progress = progress
     levers: Callable[[], list[LeverAnswer]] = solver.levers
     priced = bool(price_ahead and lowered.elaborated.summary and lowered.levers)
-    sensed = bool(price_ahead and lowered.elaborated.summary)
-    started = ahead_each(([solver.lever_prices] if priced else []) + list(also_ahead)
-                         + ([solver.sensitivities] if sensed else []) + list(then_ahead))
+    started = ahead_each(([solver.lever_prices] if priced else []) + list(also_ahead))
     if priced:
         prices = started.pop(0)
 
         def levers() -> list[LeverAnswer]:
             return solver.levers(prices())
-    sensitivities = started.pop(len(also_ahead)) if sensed else solver.sensitivities
     answers: list[Answer] = []
     for q in lowered.elaborated.questions:
         result = solver.question(q)
         if result is not None:
             answers.append(result)
-    return answers, sensitivities(), solver.headline_choices(), levers, started
+    return answers, solver.sensitivities(), solver.headline_choices(), levers, started
 
 
 class Solver(Asks, Tables, Searches, Sensitivities):
