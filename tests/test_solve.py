@@ -3,6 +3,7 @@ path, and distinct diagnostics for infeasible and under-determined questions."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -197,6 +198,41 @@ def test_numeric_scenario_still_checks_requirements(compile_text: Callable[[str]
     c = compile_text(plan('scenario "no users" { t.daily_active_users = 0 users }\nsummary d.devices'))
     assert "E0503" in {d.code for d in c.diagnostics}
     assert any("there must be users" in d.message for d in c.diagnostics)
+
+
+def test_a_piece_not_rational_in_the_unknown_is_told_from_the_ir_without_sympy(
+        compile_text: Callable[[str], Compilation], monkeypatch: pytest.MonkeyPatch) -> None:
+    # exp of the unknown: no closed form, and not one sympy expression built to find that out;
+    # exp(log x) and 1^x, which sympy makes rational again, and exp of a term under a zero factor
+    # keep theirs
+    import planc.algebra as algebra
+
+    built: list[str] = []
+    real = algebra.sympy_op
+    monkeypatch.setattr(algebra, "sympy_op", lambda op, args: built.append(op) or real(op, args))
+    kinds = """
+kind k {
+  input x: count
+  input zero: count = 0
+  derive grows: count = exp(x / 50)
+  derive back: count = 3 * exp(log(x) + 1)
+  derive one: count = (zero + 1) ^ x * 2 * x
+  derive muted: count = exp(zero * x) * x
+}
+k a { x = 1 }
+"""
+    (grows,) = asks(compile_text(kinds + 'ask "exp": maximize a.x subject to a.grows <= 100\n'))
+    assert grows.value == 230 and grows.closed_value is None  # 50 ln 100 = 230.3
+    assert built == []
+    back, one, muted = asks(compile_text(kinds + """
+ask "exp log": maximize a.x subject to a.back <= 100
+ask "one to a power": maximize a.x subject to a.one <= 100
+ask "under a zero factor": maximize a.x subject to a.muted <= 100
+"""))
+    assert back.value == 12 and back.closed_value == pytest.approx(100 / (3 * math.e))
+    assert one.value == 50 and one.closed_value == 50
+    assert muted.value == 100 and muted.closed_value == 100
+    assert "exp" in built
 
 
 def test_given_for_a_derived_quantity_replaces_its_formula(compile_text: Callable[[str], Compilation]) -> None:
