@@ -231,7 +231,8 @@ def _float_guess(elaborated: ir.Elaborated, node_id: str, values: dict[str, Valu
     only = set(ir.trial_nodes(elaborated, node_id)) | ir.search_inputs(elaborated, node_id) | {node_id, free}
     only |= {r for a in expr.args[1:] for r in ir.refs(a)}
     try:
-        out = evaluate_many(elaborated, values, {free: np.array([float(start)])}, only)
+        out = evaluate_many(elaborated, values, {free: np.array([float(start)])}, only, keep={node_id},
+                            answers_only=True)
         answer = float(np.asarray(out[node_id]).reshape(-1)[0])
     except (KeyError, ValueError, OverflowError, ZeroDivisionError):
         return None

@@ -48,13 +48,17 @@ of 8,192 and 13.7 s in chunks of 32,768 (bench/solver_speed.py); 65,536 gained n
 
 
 def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[str, Array],
-                  only: set[str] | None = None, relaxed: bool = False, keep: set[str] | None = None) -> dict[str, Array]:
+                  only: set[str] | None = None, relaxed: bool = False, keep: set[str] | None = None,
+                  answers_only: bool = False) -> dict[str, Array]:
     """`only`, when given, limits the pass to these nodes (the ones a question needs); `keep`, when
-    given, the nodes returned (what the caller reads: a large grid keeps no other node's values)."""
+    given, the nodes returned (what the caller reads: a large grid keeps no other node's values).
+    `answers_only`: nothing after a search reads its trial values (the exact search's float guess
+    reads only its answer), so a search at one point does not evaluate its trial nodes once more at
+    its answer to leave them there (a pass over its trials: about a third of the guess)."""
     n = max((np.size(v) for v in fixed.values()), default=1)
     if n > CHUNK and all(np.ndim(v) <= 1 for v in fixed.values()):
         parts = [evaluate_many(elaborated, base, {k: v[i:i + CHUNK] if np.ndim(v) == 1 and np.size(v) == n else v
-                                                  for k, v in fixed.items()}, only, relaxed, keep)
+                                                  for k, v in fixed.items()}, only, relaxed, keep, answers_only)
                  for i in range(0, n, CHUNK)]
         joined: dict[str, Array] = {}
         for key in parts[0]:
@@ -94,8 +98,10 @@ def evaluate_many(elaborated: ir.Elaborated, base: dict[str, Any], fixed: dict[s
             elif ir.is_search(node.expr):
                 pairs = _pairs(elaborated, node_id, only, keep)
                 spread = None if keep is None else keep | {t for p, (t, whole) in pairs.items() if whole}
-                values[node_id] = _largest(elaborated, node_id, values, ops, sources=sources, keep=spread)
-                answered.update(Answered.of(pairs, values, node_id))
+                values[node_id] = _largest(elaborated, node_id, values, ops, sources=sources, keep=spread,
+                                           leave=not answers_only)
+                if not answers_only:
+                    answered.update(Answered.of(pairs, values, node_id))
             else:
                 values[node_id] = _evaluate(node.expr, values, ops)
     return values if keep is None else {k: v for k, v in values.items() if k in keep}
@@ -161,10 +167,10 @@ class Answered:
 
 def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
              ops: dict[str, Callable[[list[Array]], Array]], distinct: bool = False, nested: bool = False,
-             sources: frozenset[str] = frozenset(), keep: set[str] | None = None) -> Array:
+             sources: frozenset[str] = frozenset(), keep: set[str] | None = None, leave: bool = True) -> Array:
     """`largest(x, low, high, condition)` at every point at once: the same answer as the exact
     evaluator's (`exact.largest`), NaN where even `low` fails. The trial nodes are left at their
-    values for the answer.
+    values for the answer (at one point, not when `leave` is False: see `evaluate_many`).
 
     A search's answer is a function of what it reads, so points that agree on every varying
     quantity upstream of it (a grid over the utilisation target, which only the replicas read,
@@ -217,7 +223,8 @@ def _largest(elaborated: ir.Elaborated, node_id: str, values: dict[str, Array],
         lo, hi = int(low.reshape(-1)[0]), int(high.reshape(-1)[0])
         outcome = np.broadcast_to(holds(np.arange(lo, hi + 1, dtype=float)), (hi - lo + 1,))
         found = bisect(lambda j: bool(outcome[j - lo]), lo, hi)
-        holds(np.full(shape, lo if found is None else found, dtype=float))
+        if leave:
+            holds(np.full(shape, lo if found is None else found, dtype=float))
         answer = base + (np.nan if found is None else found) * step
         return np.broadcast_to(answer, shape).copy() if shape else float(answer)
 
