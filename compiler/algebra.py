@@ -15,7 +15,8 @@ Contract: `isolate(lowered, constraint, unknown, value, values)` returns
   positive real root nearest the numeric answer. A piece that applies `exp`, `log` or a named
   builtin (a Poisson tail, Erlang C) to the unknown, or raises something to a power that
   depends on it, is not rational in it: that is read off the IR on the same walk, and no sympy
-  is built for it (a TPOT with the ITL tail's Poisson count in it: 0.26 s of sympy saved).
+  is built for it (the flagship's worst TPOT, whose prompts arriving per iteration are Poisson
+  counts, `exp(-n)`: 0.26 s of sympy saved).
 - `steps` are (words, LaTeX) pairs: the constraint on the active piece with the plan's values, the
   rearranged equation, the isolated unknown. Numbers print with 6 significant digits.
 """
