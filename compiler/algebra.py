@@ -124,13 +124,9 @@ class _Expander:
                 seen = self.rational[e.node] = self.maybe_rational(self.lowered.elaborated.nodes[e.node].expr)
             return seen
         assert isinstance(e, ir.Op)
-        if e.op in ("max", "min"):
-            at = [evaluate(a, self.values) for a in e.args]
-            return self.maybe_rational(e.args[at.index(max(at) if e.op == "max" else min(at))])
-        if e.op == "if":
-            return self.maybe_rational(e.args[1] if evaluate(e.args[0], self.values) else e.args[2])
-        if e.op in ("ceil", "floor"):  # relaxed to their argument
-            return self.maybe_rational(e.args[0])
+        active = self.active(e)
+        if active is not None:
+            return self.maybe_rational(active)
         if e.op in FUNCTIONS and FUNCTIONS[e.op].exact is not None:  # a Poisson tail, Erlang C: numbers only
             return False
         if e.op in self._TRANSCENDENTAL:
@@ -177,11 +173,20 @@ class _Expander:
         if isinstance(e, ir.Ref):
             return self.node(e.node)
         assert isinstance(e, ir.Op)
+        active = self.active(e)
+        if active is not None:
+            return self.expr(active)
+        return sympy_op(e.op, [self.expr(a) for a in e.args])
+
+    def active(self, e: ir.Op) -> ir.Expr | None:
+        """The one argument the active piece goes on with: the branch of a `max`, `min` or `if`
+        in effect at the answer, or the argument of a ceiling or floor (relaxed); None for any
+        other operation."""
         if e.op in ("max", "min"):
             at = [evaluate(a, self.values) for a in e.args]
-            return self.expr(e.args[at.index(max(at) if e.op == "max" else min(at))])
+            return e.args[at.index(max(at) if e.op == "max" else min(at))]
         if e.op == "if":
-            return self.expr(e.args[1] if evaluate(e.args[0], self.values) else e.args[2])
+            return e.args[1] if evaluate(e.args[0], self.values) else e.args[2]
         if e.op in ("ceil", "floor"):
-            return self.expr(e.args[0])
-        return sympy_op(e.op, [self.expr(a) for a in e.args])
+            return e.args[0]
+        return None
