@@ -4,7 +4,7 @@ report, byte for byte, and the nodes the overrides cannot reach are the plan's o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,8 @@ from planc.report.machine import document_json
 from planc.report.markdown import render_json, render_markdown
 from planc.report.view import build_document
 from planc.semantics import elaborate as elaboration
+from planc import lower as lowering
+from planc.pipeline import Compilation
 from planc.semantics.elaborate import elaborate_variant
 from planc.syntax import ast
 
@@ -88,3 +90,47 @@ def test_what_an_override_cannot_reach_is_kept_and_what_it_reaches_is_not() -> N
     assert h200.nodes[params] is base.nodes[params]
     assert h200.nodes["chat.usable_memory"] is not base.nodes["chat.usable_memory"]
     assert "h200.memory" in h200.nodes["chat.usable_memory"].deps
+
+
+CUTOFF = '''
+kind box "a toy" {
+  input a: count = 2 "a count"
+  derive floor_of: count = max(a, 5) "at least five"
+  derive tripled: count = floor_of * 3 "three times that"
+  derive plus: count = a + 1 "one more than a"
+}
+box b { }
+summary b.tripled
+scenario "a of 3" { b.a = 3 }
+scenario "a of 7" { b.a = 7 }
+'''
+
+
+def test_a_variant_stops_evaluating_where_a_value_comes_out_unchanged(
+        compile_text: Callable[[str], Compilation], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lowering a variant from the plan it varies evaluates what an override reaches, and stops
+    below a node whose value comes out the same, of the same type: what reads only such nodes
+    is the plan's own value (`lower._same_value`). Where the value moves, the readers move too."""
+    evaluated: list[str] = []
+    original = lowering.evaluate_node
+
+    def counting(elaborated, node_id, values):  # type: ignore[no-untyped-def]
+        evaluated.append(node_id)
+        return original(elaborated, node_id, values)
+
+    monkeypatch.setattr(lowering, "evaluate_node", counting)
+    c = compile_text(CUTOFF)
+    assert c.ok, [d.message for d in c.diagnostics]
+    # the plan once, then each scenario: `max(3, 5)` is still 5, so `tripled` is not evaluated
+    # for "a of 3"; `max(7, 5)` is 7, so it is for "a of 7"
+    assert evaluated.count("b.tripled") == 2
+    assert evaluated.count("b.floor_of") == 3 and evaluated.count("b.plus") == 3
+    rows = dict(row for a in c.answers for row in a.rows)
+    assert rows["a of 3"] == [15] and rows["a of 7"] == [21]
+
+
+def test_a_rational_and_a_float_of_the_same_value_are_not_the_same_value() -> None:
+    from fractions import Fraction
+    assert not lowering._same_value(1.0, Fraction(1))
+    assert not lowering._same_value(Fraction(1), True)
+    assert lowering._same_value(Fraction(3, 2), Fraction(3, 2)) and lowering._same_value(0.5, 0.5)
