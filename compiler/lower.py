@@ -154,13 +154,16 @@ def sympy_op(op: str, a: list[Any]) -> Any:
     return table[op]()
 
 
-def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None, remedies: bool = True) -> Lowered:
+def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None, remedies: bool = True,
+          only: set[str] | None = None) -> Lowered:
     """`reuse`: an evaluated plan this one is a variant of; a node with the same formula over
     inputs whose values are unchanged keeps its value instead of being evaluated again; a node
     evaluated again whose value comes out the same, of the same type, counts as unchanged for
     what reads it (about a fifth of the levers' evaluations cut off that way). `remedies`: an infeasible
     plan's diagnostics search for the inputs that would fix it (`remedy.py`); a variant whose
-    diagnostics only say why it is not a valid plan (a lever, a question's variant) skips that."""
+    diagnostics only say why it is not a valid plan (a lever, a question's variant) skips that.
+    `only`: the nodes a question reads of this variant (with its requirements' and advisories'):
+    nothing else is evaluated, and the checks, summary, findings and levers are left out."""
     out = Lowered(elaborated)
     failed: set[str] = set()
     changed: set[str] = set()
@@ -168,6 +171,8 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
     trials = ir.all_trial_nodes(elaborated)  # evaluated by their search, at each value it tries
     answered: dict[str, str] = {}  # the plan's nodes a search's trials hold at its answer (`ir.search_aliases`)
     for node_id in elaborated.order:
+        if only is not None and node_id not in only:
+            continue
         if node_id in trials:
             changed.add(node_id)
             continue
@@ -203,7 +208,7 @@ def lower(elaborated: ir.Elaborated, sink: dx.Sink, reuse: Lowered | None = None
         return out
     for node, problem in problems:
         sink.add(_diagnostic(node.id, node.decl_span, problem, elaborated, out if remedies else None))
-    if failed:
+    if failed or only is not None:
         return out
     for check in elaborated.checks:
         try:

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 from planc import diagnostics as dx
-from planc.pipeline import compile_plan
+from planc import lower as lowering
+from planc.pipeline import Compilation, compile_plan
 from planc.report.machine import document_json
 from planc.report.markdown import render_json, render_markdown
 from planc.report.view import build_document
 from planc.semantics import elaborate as elaboration
-from planc import lower as lowering
-from planc.pipeline import Compilation
 from planc.semantics.elaborate import elaborate_variant
 from planc.syntax import ast
 

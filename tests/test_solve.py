@@ -251,6 +251,59 @@ ask "x": maximize a.x subject to a.z <= 100 given a.y = 10
     assert a.value == 90 and a.closed_value == 90
 
 
+LEAN = """
+enum size {{ small; large }}
+kind k {{
+  input x: count
+  input s: size = small
+  input b: count = 2
+  derive y: count = (if s == small then 2 else 3) * x * b
+  input far: count = largest(far, 1, 1000, load <= 600) "a search the question does not read"
+  derive load: count = far * y "what the search holds down"
+}}
+k a {{ x = 1 }}
+check a.far >= 1 "a check the question does not read"
+summary a.far
+ask "x": maximize a.x subject to a.y <= 120 given {given}
+"""
+
+
+@pytest.mark.parametrize(("given", "answer"), [("a.b = 4", 15), ("a.s = large", 20)])
+def test_an_asks_variant_evaluates_only_what_the_ask_reads(
+        compile_text: Callable[[str], Compilation], monkeypatch: pytest.MonkeyPatch, given: str, answer: int) -> None:
+    """An ask's `given` builds a variant of which the ask reads its constraints and its unknown:
+    that variant evaluates only those and the plan's requirements, not the searches, checks and
+    summary of the plan (`SolverBase.variant`'s `reads`), whether the given is a number (the
+    plan's graph with a literal) or an enum member (a lean elaboration); the answer is the one
+    the whole variant gives."""
+    from planc import lower as lowering
+
+    evaluated: list[str] = []
+    original = lowering.evaluate_node
+
+    def counting(elaborated, node_id, values):  # type: ignore[no-untyped-def]
+        evaluated.append(node_id)
+        return original(elaborated, node_id, values)
+
+    monkeypatch.setattr(lowering, "evaluate_node", counting)
+    c = compile_text(LEAN.format(given=given))
+    assert c.ok, [d.message for d in c.diagnostics]
+    (a,) = asks(c)
+    assert a.value == answer
+    assert evaluated.count("a.far") == 1  # the plan's own, not the variant's
+    assert evaluated.count("a.y") == 2  # the plan's, and the variant's
+
+
+def test_an_asks_own_problem_is_reported_at_its_expression_with_a_given(compile_text: Callable[[str], Compilation]) -> None:
+    """A lean variant that cannot elaborate the ask's expression hands it to the full variant, so
+    the ask reports its own problem as it did before (a unit that does not match, at its line)."""
+    c = compile_text(LEAN.format(given="a.s = large").replace("a.y <= 120", "a.y <= 120 s"))
+    assert not c.ok
+    (d,) = [d for d in c.diagnostics if d.is_error]
+    assert d.code == "E0302" and d.primary is not None and d.primary.span.text == "<="
+    assert [label.span.text for label in d.secondary] == ["a.y", "120 s"]
+
+
 def test_override_to_the_current_value_is_the_plan_itself(compile_text: Callable[[str], Compilation]) -> None:
     c = compile_text(plan("compare d over weights in [fp8, bf16]\nscenario \"same\" { t.peak_factor = 2 }\n"
                           "summary d.devices, d.memory_per_device"))

@@ -43,7 +43,7 @@ from .values import (
     describe,
 )
 
-__all__ = ["Elaborator", "elaborate", "elaborate_expr", "elaborate_variant"]
+__all__ = ["Elaborator", "elaborate", "elaborate_expr", "elaborate_reads", "elaborate_variant"]
 
 
 class Elaborator(Expressions):
@@ -57,14 +57,16 @@ class Elaborator(Expressions):
                 self._root_instance(stmt)
             elif isinstance(stmt, ast.LetDecl):
                 self._let(stmt.name, stmt.name_span)
-            elif isinstance(stmt, ast.CheckStmt):
+            elif isinstance(stmt, ast.CheckStmt) and self.question_reads is None:
                 self._check(stmt)
-            elif isinstance(stmt, ast.SummaryStmt):
+            elif isinstance(stmt, ast.SummaryStmt) and self.question_reads is None:
                 self._summary(stmt)
             elif isinstance(stmt, (ast.SolveStmt, ast.AskStmt, ast.ScenarioStmt, ast.CompareStmt,
                                    ast.SweepStmt, ast.SearchStmt)):
                 asked.append(stmt)
         self._requirements()
+        if self.question_reads is not None:
+            self._read(self.question_reads)
         if asked and not self.lean and not self.overrides:  # a variant answers no question
             self.out.questions = questions(self.program, self.out, asked, self.sink)
         for stmt in self.program.main.statements:  # the plan's own levers, after its kinds'
@@ -74,6 +76,18 @@ class Elaborator(Expressions):
         self._lineage()
         self.finish_resumed()
         return self.out
+
+    def _read(self, exprs: tuple[ast.Expr, ...]) -> None:
+        """What a question reads of a lean variant, in place of the summary and the checks: the
+        nodes of its expressions. A problem met on the way is the question's to report, when it
+        elaborates them against a full variant: this one is marked `unread`."""
+        sink, self.sink = self.sink, dx.Sink()
+        try:
+            for e in exprs:
+                self.expr(e, None)
+        finally:
+            own, self.sink = self.sink, sink
+        self.unread = bool(own.items)
 
     def _lineage(self) -> None:
         """Record the kind chain and the base chain of every instance reached."""
@@ -295,19 +309,39 @@ def elaborate_variant(program: Program, sink: dx.Sink, overrides: dict[ir.FieldR
     only what the summary, the checks and the requirements read (no findings, levers, figures).
     `base`: the plan as elaborated (by `elaborate`), whose nodes the overrides cannot reach the
     variant keeps rather than elaborating them again; the result is the same either way."""
+    out = _variant(program, sink, overrides, lean, base, None)
+    assert out is not None  # only a question's reads leave a variant unread
+    return out
+
+
+def elaborate_reads(program: Program, sink: dx.Sink, overrides: dict[ir.FieldRef, ast.Expr],
+                    reads: tuple[ast.Expr, ...], base: ir.Elaborated | None = None) -> ir.Elaborated | None:
+    """A lean variant (`elaborate_variant`) that builds, in place of the summary and the checks,
+    what a question's expressions read (an ask's `given`): its requirements and those; None if
+    one of the expressions meets a problem (the question reports it against the full variant)."""
+    return _variant(program, sink, overrides, True, base, reads)
+
+
+def _variant(program: Program, sink: dx.Sink, overrides: dict[ir.FieldRef, ast.Expr], lean: bool,
+             base: ir.Elaborated | None, reads: tuple[ast.Expr, ...] | None) -> ir.Elaborated | None:
+    def made(elaborator: Elaborator) -> ir.Elaborated | None:
+        elaborator.question_reads = reads
+        out = elaborator.run()
+        return None if elaborator.unread else out
+
     if INCREMENTAL and base is not None and base.memo is not None:
         tried = dx.Sink()
         elaborator = Elaborator(program, tried, overrides, lean)
         elaborator.resume(base.memo)
         try:
-            out = elaborator.run()
+            resumed = made(elaborator)
         except Restart:
             pass
         else:
             for d in tried.items:
                 sink.add(d)
-            return out
-    return Elaborator(program, sink, overrides, lean).run()
+            return resumed
+    return made(Elaborator(program, sink, overrides, lean))
 
 
 def elaborate_expr(program: Program, elaborated: ir.Elaborated, e: ast.Expr, sink: dx.Sink) -> Value | None:

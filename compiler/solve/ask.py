@@ -33,7 +33,8 @@ from .probe import LIMIT_TOLERANCE, ROOT_TOLERANCE, NonMonotone, Probe
 
 class Asks(SolverBase):
     def ask(self, q: ir.Ask) -> AskAnswer | None:
-        lowered = self.variant({g.field: g.value for g in q.given}, q.span)
+        reads = (*(() if q.quantity is None else (q.quantity.expr,)), *q.constraints, *(q.equation or ()))
+        lowered = self.variant({g.field: g.value for g in q.given}, q.span, reads, ir.node_id(*q.unknown))
         if lowered is None:
             return None
         unknown = ir.node_id(*q.unknown)

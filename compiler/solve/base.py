@@ -28,7 +28,7 @@ from .. import diagnostics as dx
 from ..exact import EvalError, evaluate, is_whole
 from ..lower import Lowered, lower
 from ..semantics import ir
-from ..semantics.elaborate import elaborate_expr, elaborate_variant
+from ..semantics.elaborate import elaborate_expr, elaborate_reads, elaborate_variant
 from ..semantics.resolve import Program
 from ..semantics.values import static_key
 from ..syntax import ast
@@ -55,25 +55,47 @@ class SolverBase:
         self.sink = sink
         self.nodes = lowered.elaborated.nodes
         self._variants: dict[tuple[Any, ...], Lowered | None] = {}
+        self._partial_variants: dict[tuple[Any, ...], Lowered | None] = {}  # evaluated only where a question reads
         self.progress: Callable[[str], None] = lambda step: None  # told of a step that can take over a second
 
-    def variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
+    def variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any, reads: tuple[ast.Expr, ...] | None = None,
+                unknown: str | None = None) -> Lowered | None:
         """The plan with some definitions replaced, evaluated (memoised: a comparison, a search
         and an ask often build the same variant). An override that sets a field to the value it
         already has is dropped; numeric values for quantities the plan has replace those nodes
         without re-elaborating; anything else (an enum member, an instance, a field the plan does
         not use) re-elaborates the plan. Either way only what changed is evaluated again, and
-        the plan's requirements are checked."""
+        the plan's requirements are checked.
+
+        `reads`: the question needs only these expressions of the variant (and `unknown`): only
+        what they and the plan's requirements read is evaluated (an ask's `given` at batch 1 has
+        no fleet to size), and the variant has no checks or summary. A full variant of the same
+        overrides, when one was built, serves it."""
         overrides = {t: e for t, e in overrides.items() if not self._unchanged(t, e)}
         key = tuple(sorted((t, expr_key(e)) for t, e in overrides.items()))
+        if not overrides:
+            return self.base
+        if reads is not None and key not in self._variants:
+            partial = (key, tuple(expr_key(e) for e in reads), unknown)
+            if partial not in self._partial_variants:
+                self._partial_variants[partial] = self._build_variant(overrides, span, reads, unknown)
+            return self._partial_variants[partial]
         if key not in self._variants:
-            self._variants[key] = self._build_variant(overrides, span) if overrides else self.base
+            self._variants[key] = self._build_variant(overrides, span)
         return self._variants[key]
 
-    def _build_variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any) -> Lowered | None:
+    def _build_variant(self, overrides: dict[ir.FieldRef, ast.Expr], span: Any,
+                       reads: tuple[ast.Expr, ...] | None = None, unknown: str | None = None) -> Lowered | None:
         sink = dx.Sink()
-        elaborated = self._substituted(overrides) or elaborate_variant(self.program, sink, overrides, base=self.base.elaborated)
-        lowered = lower(elaborated, sink, reuse=self.base, remedies=False) if not sink.has_errors else None
+        elaborated = self._substituted(overrides)
+        if elaborated is None and reads is not None:  # lean, on what the question reads
+            elaborated = elaborate_reads(self.program, sink, overrides, reads, base=self.base.elaborated)
+            if elaborated is None or sink.has_errors or (unknown is not None and unknown not in elaborated.nodes):
+                elaborated, sink = None, dx.Sink()  # in full, where the question reports its own problem
+        if elaborated is None:
+            elaborated = elaborate_variant(self.program, sink, overrides, base=self.base.elaborated)
+        only = None if reads is None or sink.has_errors else self._read_by(elaborated, reads, unknown)
+        lowered = lower(elaborated, sink, reuse=self.base, remedies=False, only=only) if not sink.has_errors else None
         if lowered is None or sink.has_errors:
             first = next(d for d in sink.items if d.is_error)
             if first.primary is not None and within(first.primary.span, span):  # already at the question's own value (E0409 on `2.5`)
@@ -83,6 +105,17 @@ class SolverBase:
                                                  help="check the values this question sets"))
             return None
         return lowered
+
+    def _read_by(self, elaborated: ir.Elaborated, reads: tuple[ast.Expr, ...], unknown: str | None) -> set[str]:
+        """The nodes a question's expressions, the unknown and the plan's requirements and
+        advisories read of a variant (an expression that does not elaborate reads nothing here:
+        the question reports it when it elaborates it again)."""
+        exprs = [r.expr for r in (*elaborated.requirements, *elaborated.advisories)]
+        for e in reads:
+            value = elaborate_expr(self.program, elaborated, e, dx.Sink())
+            if isinstance(value, (ir.Lit, ir.Ref, ir.Op)):
+                exprs.append(value)
+        return ir.upstream_of(elaborated, [r for e in exprs for r in ir.refs(e)] + ([unknown] if unknown else []))
 
     def _quiet_expr(self, e: ast.Expr) -> ir.Expr | Any:
         """A question's expression elaborated against the plan (a quantity or a static value such
