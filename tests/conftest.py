@@ -49,6 +49,22 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 
 @pytest.fixture
+def evaluated_nodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every node the lowering evaluates from here on (the plan's, then its variants'), in order."""
+    from planc import lower as lowering
+
+    evaluated: list[str] = []
+    original = lowering.evaluate_node
+
+    def counting(elaborated, node_id, values):  # type: ignore[no-untyped-def]
+        evaluated.append(node_id)
+        return original(elaborated, node_id, values)
+
+    monkeypatch.setattr(lowering, "evaluate_node", counting)
+    return evaluated
+
+
+@pytest.fixture
 def compile_text(tmp_path: Path) -> Callable[[str], Compilation]:
     def run(text: str, name: str = "plan.plan") -> Compilation:
         path = tmp_path / name
