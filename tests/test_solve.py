@@ -285,6 +285,20 @@ def test_an_asks_variant_evaluates_only_what_the_ask_reads(
     assert evaluated.count("a.y") == 2  # the plan's, and the variant's
 
 
+def test_a_part_of_the_variant_the_ask_does_not_read_cannot_fail_it(compile_text: Callable[[str], Compilation]) -> None:
+    """`given a.b = 4` leaves a quantity the ask does not read with no value (a division by
+    zero): the ask's lean variant never evaluates it, so the ask answers; a requirement of the
+    plan that the given breaks still makes the variant invalid (E0503)."""
+    text = LEAN.format(given="a.b = 4").replace(
+        '  derive load:', '  derive spare: count = 10 / (b - 4) "undefined at b = 4"\n  derive load:')
+    c = compile_text(text)
+    assert c.ok, [d.message for d in c.diagnostics]
+    (a,) = asks(c)
+    assert a.value == 15
+    broken = compile_text(text.replace('  input b: count = 2\n', '  input b: count = 2\n  require b <= 3 "b is at most 3"\n'))
+    assert [d.code for d in broken.diagnostics if d.is_error] == ["E0503"]
+
+
 def test_an_asks_own_problem_is_reported_at_its_expression_with_a_given(compile_text: Callable[[str], Compilation]) -> None:
     """A lean variant that cannot elaborate the ask's expression hands it to the full variant, so
     the ask reports its own problem as it did before (a unit that does not match, at its line)."""

@@ -10,9 +10,13 @@ Contract
   replace a field's definition, as an assignment in the plan would. `variant(overrides, span)`
   is the plan so changed, evaluated and memoised: numeric overrides of quantities the plan has
   replace those nodes without re-elaborating (`_substituted`); overrides of enum or instance
-  fields (weights = fp8) re-elaborate the plan (`elaborate_variant`). A variant that is
-  not a valid plan is a diagnostic at the question (E0503), or at the question's own value when
-  the error lies there (E0409 on `2.5`).
+  fields (weights = fp8) re-elaborate the plan (`elaborate_variant`). `variant(overrides, span,
+  reads, unknown)` is the same plan evaluated only where a question reads it (an ask): its
+  expressions, its unknown and the plan's requirements (`elaborate_reads`, `lower(only=)`). A
+  variant that is not a valid plan (a requirement fails, or what is evaluated has no value) is a
+  diagnostic at the question (E0503), or at the question's own value when the error lies there
+  (E0409 on `2.5`); a part of the plan an ask does not read is not evaluated, so it cannot fail
+  the ask.
 - `range_of`/`points` check a domain (finite ends, low end first, a log step above zero, whole
   numbers for a field declared `integer`) before a point is built; `sized` checks the product
   of the domains against `MAX_POINTS`.
