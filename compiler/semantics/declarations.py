@@ -100,7 +100,7 @@ class Declarations:
         # which the report reads nothing else of), without the findings and levers
         self.lean = lean
         # a question's expressions, which a lean variant builds in place of the summary and checks
-        # (`elaborate_variant`'s `reads`), and whether one of them met a problem there
+        # (`elaborate_reads`), and whether one of them met a problem there
         self.question_reads: tuple[ast.Expr, ...] | None = None
         self.unread = False
         # (instance, field) -> expression: a question's `given`, a scenario, a sweep point.
